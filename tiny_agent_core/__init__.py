@@ -1,0 +1,1 @@
+"""tiny-agent desktop core: canonical transcript, provider adapter, sessions, ledger, agent loop. No Qt."""

@@ -1,0 +1,163 @@
+"""The one error hierarchy of ``tiny_agent_core``.
+
+Every failure the core reports is a :class:`TinyAgentError`; callers (the CLI, the window) catch that and
+show ``str(error)``, which is always a sentence a user can act on::
+
+    TinyAgentError
+    ├── TranscriptError            a role invariant of the canonical transcript would break
+    ├── ProviderError              anything a provider sent (or failed to send); ``kind`` names the class
+    │   ├── MalformedResponseError     framing, JSON or shape the seam cannot accept        kind "malformed"
+    │   │   └── InvalidAssistantMessage    the normalization seam rejected the message
+    │   ├── ContentFilteredError       the provider filtered or refused the output          kind "content_filter"
+    │   ├── ProviderReportedError      an ``error`` object / ``finish_reason: error`` in 2xx kind "provider_error"
+    │   ├── ProviderHTTPError          HTTP status >= 400                                     kind "http_error"
+    │   │   ├── AuthenticationError        401 / 403
+    │   │   ├── PaymentRequiredError       402
+    │   │   ├── ModelNotFoundError         404
+    │   │   ├── RateLimitError             408 / 429 (``retry_after`` when known)
+    │   │   └── ServerError                5xx
+    │   ├── ProviderTimeoutError       connect or read timeout                                kind "timeout"
+    │   └── ProviderConnectionError    refused, reset, or closed before the response completed kind "connection"
+    ├── SessionError               the session store or its files
+    │   ├── SessionCorruption          the strict reducer rejected the bytes (reference code, line, seq)
+    │   └── SessionLockedError         the session is open for writing elsewhere
+    └── LedgerError                the SQLite index / ledger
+
+``ProviderError.usage`` carries usage already parsed when a response was rejected after its usage was read, so
+the caller can still record what the request cost (the reference persists it with ``stepFailed``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from tiny_agent_core.usage import Usage
+
+
+class TinyAgentError(Exception):
+    """Base of every error raised by ``tiny_agent_core``."""
+
+
+class TranscriptError(TinyAgentError):
+    """Appending a message would break a role invariant of the canonical transcript.
+
+    ``invariant`` is a stable machine name of the broken rule, e.g. ``"tool_call_pending"``.
+    """
+
+    def __init__(self, invariant: str, message: str) -> None:
+        super().__init__(message)
+        self.invariant = invariant
+
+
+class ProviderError(TinyAgentError):
+    """A provider response could not be turned into a canonical result."""
+
+    kind: ClassVar[str] = "provider_error"
+
+    def __init__(self, message: str, *, usage: Usage | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+class MalformedResponseError(ProviderError):
+    """The bytes are not a well-formed Chat Completions response or stream."""
+
+    kind: ClassVar[str] = "malformed"
+
+
+class InvalidAssistantMessage(MalformedResponseError):
+    """The normalization seam rejected the provider's assistant message (reference notes §2)."""
+
+
+class ContentFilteredError(ProviderError):
+    """The provider filtered the prompt or the output, or the model refused."""
+
+    kind: ClassVar[str] = "content_filter"
+
+
+class ProviderReportedError(ProviderError):
+    """The provider reported an error inside a successful (2xx) body or stream."""
+
+    kind: ClassVar[str] = "provider_error"
+
+
+class ProviderHTTPError(ProviderError):
+    """The provider answered with an HTTP error status.
+
+    ``retry_after`` is in seconds when the headers or the body said when to retry.
+    """
+
+    kind: ClassVar[str] = "http_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int,
+        body: str = "",
+        retry_after: float | None = None,
+        usage: Usage | None = None,
+    ) -> None:
+        super().__init__(message, usage=usage)
+        self.status = status
+        self.body = body
+        self.retry_after = retry_after
+
+
+class AuthenticationError(ProviderHTTPError):
+    """401/403: the key is missing, wrong, or lacks access."""
+
+
+class PaymentRequiredError(ProviderHTTPError):
+    """402: the account has no credit left."""
+
+
+class ModelNotFoundError(ProviderHTTPError):
+    """404: the model (or the endpoint) does not exist for this provider."""
+
+
+class RateLimitError(ProviderHTTPError):
+    """408/429: too many requests or tokens; retry later."""
+
+
+class ServerError(ProviderHTTPError):
+    """5xx: the provider failed."""
+
+
+class ProviderTimeoutError(ProviderError):
+    """The provider did not connect or stopped sending within the timeout."""
+
+    kind: ClassVar[str] = "timeout"
+
+
+class ProviderConnectionError(ProviderError):
+    """The connection failed or closed before the response completed."""
+
+    kind: ClassVar[str] = "connection"
+
+
+class SessionError(TinyAgentError):
+    """A session file could not be created, opened, read or appended to."""
+
+
+class SessionCorruption(SessionError):
+    """The strict reducer rejected a session file.
+
+    ``code`` is one of the reference's corruption codes (``MALFORMED_JSON``, ``SEQ_MISMATCH``, …), ``line`` the
+    1-based physical line, ``seq`` the fact sequence number when known.
+    """
+
+    def __init__(self, code: str, line: int, seq: int | None = None, message: str | None = None) -> None:
+        super().__init__(message or code)
+        self.code = code
+        self.line = line
+        self.seq = seq
+
+
+class SessionLockedError(SessionError):
+    """The session is open for writing in another window or process; it can still be read."""
+
+
+class LedgerError(TinyAgentError):
+    """The SQLite index and ledger could not be opened, migrated or written."""
