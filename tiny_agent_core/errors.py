@@ -22,6 +22,7 @@ show ``str(error)``, which is always a sentence a user can act on::
     │   ├── SessionCorruption          the strict reducer rejected the bytes (reference code, line, seq)
     │   └── SessionLockedError         the session is open for writing elsewhere
     └── LedgerError                the SQLite index / ledger
+        └── LedgerVersionError         the database was written by a newer, incompatible version of the app
 
 ``ProviderError.usage`` carries usage already parsed when a response was rejected after its usage was read, so
 the caller can still record what the request cost (the reference persists it with ``stepFailed``).
@@ -161,3 +162,15 @@ class SessionLockedError(SessionError):
 
 class LedgerError(TinyAgentError):
     """The SQLite index and ledger could not be opened, migrated or written."""
+
+
+class LedgerVersionError(LedgerError):
+    """The index database was written by a newer version of the app with an incompatible schema.
+
+    ``found`` is the database's schema major version, ``supported`` the newest major this app understands.
+    """
+
+    def __init__(self, message: str, *, found: int, supported: int) -> None:
+        super().__init__(message)
+        self.found = found
+        self.supported = supported
