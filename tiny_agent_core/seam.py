@@ -50,16 +50,10 @@ def _normalize_tool_call(call: Any) -> ToolCall:
         raise InvalidAssistantMessage("invalid assistant tool call")
     call_id = call.get("id")
     function = call.get("function")
-    if (
-        not isinstance(call_id, str)
-        or not call_id
-        or call.get("type") != "function"
-        or not isinstance(function, dict)
-    ):
+    if not isinstance(call_id, str) or not call_id or call.get("type") != "function" or not isinstance(function, dict):
         raise InvalidAssistantMessage("invalid assistant tool call")
     name = function.get("name")
     arguments = function.get("arguments")
     if not isinstance(name, str) or not name or not isinstance(arguments, str):
         raise InvalidAssistantMessage("invalid assistant tool call function")
     return ToolCall(id=call_id, function=FunctionCall(name=name, arguments=arguments))
-

@@ -51,7 +51,9 @@ def stop_reason(finish_reason: Any, message: AssistantMessage) -> StopReason:
     if reason == "stop":
         return "toolUse" if has_calls else "stop"
     if reason == "content_filter":
-        raise ContentFilteredError("The provider's content filter stopped the response (finish_reason: content_filter).")
+        raise ContentFilteredError(
+            "The provider's content filter stopped the response (finish_reason: content_filter)."
+        )
     if reason in _FAILURE_REASONS:
         raise ProviderReportedError(f"Provider finish_reason: {finish_reason}")
     raise MalformedResponseError(f"Unknown provider finish_reason: {finish_reason}")

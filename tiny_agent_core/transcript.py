@@ -38,9 +38,7 @@ class Transcript:
             self._require_nothing_pending("assistant")
             ids = [call.id for call in message.calls]
             if len(set(ids)) != len(ids):
-                raise TranscriptError(
-                    "duplicate_call_id", "An assistant message has two tool calls with the same id."
-                )
+                raise TranscriptError("duplicate_call_id", "An assistant message has two tool calls with the same id.")
             self._pending = {call_id: index for index, call_id in enumerate(ids)}
         elif isinstance(message, ToolMessage):
             if message.tool_call_id not in self._pending:

@@ -1,12 +1,73 @@
-"""``tiny-agent wire normalize``: run recorded provider bytes through the adapter (filled in by issue 2)."""
+"""``tiny-agent wire normalize [--stream] [--status CODE] FILE``: recorded provider bytes → canonical result.
+
+It runs the code a live request runs. Output, one JSON object on stdout:
+
+- accepted, exit 0: ``{"ok": true, "stopReason", "message", "usage" (or null), "repairs": [names]}``
+- rejected, exit 2: ``{"ok": false, "error": {"kind", "message", "status"?, "retryAfter"?}}`` where ``kind`` is
+  ``malformed``, ``content_filter``, ``provider_error`` or ``http_error`` (``status`` ≥ 400).
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from typing import Any
+
+from tiny_agent_core.errors import ProviderError, ProviderHTTPError
+from tiny_agent_core.providers.openai_chat import http_error, normalize_response_body, normalize_sse_text
 
 
 def register(subparsers: Any) -> None:
-    """Add the ``wire`` subcommand."""
-    parser: argparse.ArgumentParser = subparsers.add_parser("wire", help="inspect provider wire data")
-    parser.set_defaults(handler=lambda args: 2)
+    """Add ``wire normalize``."""
+    wire = subparsers.add_parser("wire", help="inspect recorded provider wire data")
+    commands = wire.add_subparsers(dest="wire_command", required=True)
+    normalize = commands.add_parser(
+        "normalize", help="normalize a recorded response body or SSE stream into the canonical result"
+    )
+    normalize.add_argument("file", metavar="FILE", help="JSON response body, or raw SSE text with --stream; - = stdin")
+    normalize.add_argument("--stream", action="store_true", help="FILE is the raw text/event-stream")
+    normalize.add_argument("--status", type=int, default=200, help="HTTP status the bytes came with (default 200)")
+    normalize.set_defaults(handler=run_normalize)
+
+
+def error_json(error: ProviderError) -> dict[str, Any]:
+    """The ``{"kind", "message", "status"?, "retryAfter"?}`` object for a provider error."""
+    out: dict[str, Any] = {"kind": error.kind, "message": str(error)}
+    if isinstance(error, ProviderHTTPError):
+        out["status"] = error.status
+        if error.retry_after is not None:
+            out["retryAfter"] = error.retry_after
+    return out
+
+
+def normalize_bytes(data: bytes, *, stream: bool, status: int) -> dict[str, Any]:
+    """The command's JSON result for ``data`` (never raises a ProviderError)."""
+    try:
+        if status >= 400:
+            raise http_error(status, data)
+        result = normalize_sse_text(data.decode("utf-8")) if stream else normalize_response_body(data)
+    except UnicodeDecodeError as error:
+        return {
+            "ok": False,
+            "error": {"kind": "malformed", "message": f"The stream is not valid UTF-8: {error}."},
+        }
+    except ProviderError as error:
+        return {"ok": False, "error": error_json(error)}
+    return result.to_json()
+
+
+def run_normalize(args: argparse.Namespace) -> int:
+    """Handler of ``wire normalize``."""
+    try:
+        if args.file == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(args.file, "rb") as handle:
+                data = handle.read()
+    except OSError as error:
+        print(f"tiny-agent: cannot read {args.file}: {error.strerror}", file=sys.stderr)
+        return 2
+    out = normalize_bytes(data, stream=args.stream, status=args.status)
+    print(json.dumps(out, ensure_ascii=False))
+    return 0 if out["ok"] else 2

@@ -1,0 +1,742 @@
+"""The OpenAI Chat Completions adapter: provider bytes → a canonical result or a typed error.
+
+This is the only module that knows the Chat Completions wire shapes. It handles a complete JSON body
+(:func:`normalize_response_body`), an SSE stream event by event (:class:`StreamAccumulator`, fed by httpx-sse
+both for live responses and for recorded text, :func:`normalize_sse_text`), and HTTP error bodies
+(:func:`http_error`).
+
+Both paths end in the same place: the assistant message is put through the *dialect repairs* (each one named,
+applied only where the meaning is unambiguous, and reported in ``repairs``), then the normalization seam
+(:func:`tiny_agent_core.seam.normalize_assistant_message`), then the finish-reason cross-validation. Provider-only
+fields that carried a value are listed in ``dropped`` so the inspector can show what the seam removed.
+
+Dialect repairs (:data:`REPAIRS`):
+
+- ``empty_tool_calls``: ``tool_calls: []`` means the model called no tool (vLLM sends it).
+- ``content_parts``: ``content`` given as a list of typed parts means the concatenation of its ``text`` parts;
+  reasoning/thinking parts are not content. Any other part type is rejected (ambiguous).
+- ``missing_content``: a message without a ``content`` key has no text (``null``) (Gemini sends it).
+- ``missing_tool_call_type``: a call without ``type`` is a function call (the only kind this API has).
+- ``missing_tool_call_id``: an empty or missing call id gets a fresh unique id (Gemini sends ``""``).
+- ``empty_arguments``: tool-call ``arguments: ""`` means ``"{}"`` (no arguments).
+- ``arguments_object``: arguments sent as a JSON object are serialised to a compact JSON string.
+- ``missing_tool_call_index``: a streamed tool-call delta without ``index`` starts a new call when it carries a
+  new id or a name, and otherwise continues the previous call.
+- ``missing_done_marker``: a stream that ended cleanly after a ``finish_reason`` but without ``data: [DONE]``.
+- ``usage_input_clamped``: cache reads plus writes exceed ``prompt_tokens`` (OpenRouter→Gemini reports the same
+  tokens as both); uncached input is clamped to 0 as the reference does, and the inconsistency is visible.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal, InvalidOperation
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+from httpx_sse import EventSource
+
+from tiny_agent_core.errors import (
+    AuthenticationError,
+    ContentFilteredError,
+    MalformedResponseError,
+    ModelNotFoundError,
+    PaymentRequiredError,
+    ProviderError,
+    ProviderHTTPError,
+    ProviderReportedError,
+    RateLimitError,
+    ServerError,
+)
+from tiny_agent_core.messages import AssistantMessage
+from tiny_agent_core.seam import ASSISTANT_KEYS, FUNCTION_KEYS, TOOL_CALL_KEYS, normalize_assistant_message
+from tiny_agent_core.stop_reasons import StopReason, stop_reason
+from tiny_agent_core.usage import MAX_SAFE_INTEGER, Usage
+
+REPAIRS = (
+    "empty_tool_calls",
+    "content_parts",
+    "missing_content",
+    "missing_tool_call_type",
+    "missing_tool_call_id",
+    "empty_arguments",
+    "arguments_object",
+    "missing_tool_call_index",
+    "missing_done_marker",
+    "usage_input_clamped",
+)
+"""Every dialect repair this adapter may apply, by name."""
+
+_NON_CONTENT_PARTS = frozenset({"reasoning", "thinking", "redacted_thinking"})
+
+IdFactory = Callable[[], str]
+
+
+def new_tool_call_id() -> str:
+    """A fresh, unique tool-call id for calls the provider sent without one."""
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+@dataclass(frozen=True)
+class NormalizedResponse:
+    """The canonical outcome of one model response."""
+
+    message: AssistantMessage
+    """The assistant message, rebuilt from the whitelist."""
+    stop_reason: StopReason
+    """Why the model stopped, cross-validated with the message."""
+    usage: Usage | None
+    """Provider-reported usage; ``None`` when the provider reported none (unknown, not zero)."""
+    repairs: tuple[str, ...] = ()
+    """Names of the dialect repairs applied (see :data:`REPAIRS`), in the order first applied."""
+    dropped: tuple[str, ...] = ()
+    """Provider-only message fields that carried a value and were not copied (e.g. ``message.reasoning``)."""
+    provider_cost: Decimal | None = None
+    """The provider's own cost figure (OpenRouter ``usage.cost``), when it sent a meaningful one."""
+    response_id: str | None = None
+    """The provider's response id, for support requests."""
+    model: str | None = None
+    """The model the provider says answered."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``tiny-agent wire normalize`` success object."""
+        return {
+            "ok": True,
+            "stopReason": self.stop_reason,
+            "message": self.message.as_dict(),
+            "usage": self.usage.as_dict() if self.usage else None,
+            "repairs": list(self.repairs),
+        }
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """A piece of assistant text as it streams in."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallDelta:
+    """A piece of a streamed tool call; ``index`` identifies the call, other fields arrive when known."""
+
+    index: int
+    id: str | None
+    name: str | None
+    arguments: str
+
+
+@dataclass(frozen=True)
+class UsageReported:
+    """Usage arrived in the stream (often in a final chunk; some providers repeat it cumulatively)."""
+
+    usage: Usage
+
+
+StreamDelta = TextDelta | ToolCallDelta | UsageReported
+"""What :meth:`StreamAccumulator.feed` reports as chunks arrive."""
+
+
+class _Notes:
+    """Repairs and dropped fields collected while processing one response."""
+
+    def __init__(self) -> None:
+        self.repairs: dict[str, None] = {}
+        self.dropped: dict[str, None] = {}
+
+    def repair(self, name: str) -> None:
+        self.repairs.setdefault(name, None)
+
+    def drop_extras(self, value: Mapping[str, Any], allowed: Iterable[str], prefix: str) -> None:
+        keep = set(allowed)
+        for key, item in value.items():
+            if key not in keep and item is not None:
+                self.dropped.setdefault(f"{prefix}{key}", None)
+
+
+def _load_json(data: bytes | str, what: str) -> Any:
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as error:
+        raise MalformedResponseError(f"{what} is not valid JSON: {error}.") from error
+
+
+def _error_message(error: Any) -> str:
+    """The most useful human text inside a provider ``error`` value (handles nested and metadata forms)."""
+    if isinstance(error, str):
+        return error
+    if not isinstance(error, dict):
+        return json.dumps(error)[:500]
+    inner = error.get("error")
+    if isinstance(inner, dict | str) and not error.get("message"):
+        return _error_message(inner)
+    message = error.get("message")
+    text = message if isinstance(message, str) and message else json.dumps(error)[:500]
+    metadata = error.get("metadata")
+    if isinstance(metadata, dict):
+        provider = metadata.get("provider_name")
+        raw = metadata.get("raw")
+        if isinstance(raw, str) and raw and raw not in text:
+            text = f"{text} ({raw[:300]})"
+        if isinstance(provider, str) and provider:
+            text = f"{text} [upstream: {provider}]"
+    return text
+
+
+def _count(owner: Mapping[str, Any], key: str, where: str) -> int | None:
+    value = owner.get(key)
+    if value is None:
+        return None
+    if type(value) is not int or not 0 <= value <= MAX_SAFE_INTEGER:
+        raise MalformedResponseError(f"Provider usage field {where}{key} is not a non-negative integer: {value!r}.")
+    return value
+
+
+def usage_from_wire(usage: Any, notes: _Notes | None = None) -> Usage | None:
+    """Map a Chat Completions ``usage`` object to :class:`Usage`; ``None`` when the provider reported none.
+
+    ``cacheRead`` is ``prompt_tokens_details.cached_tokens``, else DeepSeek's ``prompt_cache_hit_tokens`` (only
+    when ``cached_tokens`` is absent); ``cacheWrite`` is ``prompt_tokens_details.cache_write_tokens``, else
+    ``cache_creation_input_tokens`` (in the details or at the top level); missing details count 0;
+    ``input = prompt_tokens - cacheRead - cacheWrite``. A usage object reporting neither ``prompt_tokens`` nor
+    ``completion_tokens`` is unknown. Non-integer or negative counts are malformed (never coerced).
+    """
+    if usage is None:
+        return None
+    if not isinstance(usage, dict):
+        raise MalformedResponseError("Provider usage is not an object.")
+    prompt = _count(usage, "prompt_tokens", "")
+    completion = _count(usage, "completion_tokens", "")
+    if prompt is None and completion is None:
+        return None
+    details = usage.get("prompt_tokens_details")
+    if details is None:
+        details = {}
+    elif not isinstance(details, dict):
+        raise MalformedResponseError("Provider usage prompt_tokens_details is not an object.")
+    cache_read = _count(details, "cached_tokens", "prompt_tokens_details.")
+    if cache_read is None:
+        cache_read = _count(usage, "prompt_cache_hit_tokens", "")
+    cache_write = _count(details, "cache_write_tokens", "prompt_tokens_details.")
+    if cache_write is None:
+        cache_write = _count(details, "cache_creation_input_tokens", "prompt_tokens_details.")
+    if cache_write is None:
+        cache_write = _count(usage, "cache_creation_input_tokens", "")
+    cache_read = cache_read or 0
+    cache_write = cache_write or 0
+    uncached = (prompt or 0) - cache_read - cache_write
+    if uncached < 0 and notes is not None:
+        notes.repair("usage_input_clamped")
+    return Usage(max(0, uncached), completion or 0, cache_read, cache_write)
+
+
+def _provider_cost(usage: Any) -> Decimal | None:
+    """OpenRouter's ``usage.cost``; ``None`` for BYOK requests, whose 0 is not what the user paid upstream."""
+    if not isinstance(usage, dict) or usage.get("is_byok") is True:
+        return None
+    cost = usage.get("cost")
+    if isinstance(cost, bool) or not isinstance(cost, int | float):
+        return None
+    try:
+        value = Decimal(str(cost))
+    except InvalidOperation:
+        return None
+    return value if value.is_finite() and value >= 0 else None
+
+
+def _content_from_parts(parts: list[Any], notes: _Notes) -> str:
+    texts: list[str] = []
+    for part in parts:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text" and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif kind not in _NON_CONTENT_PARTS:
+            raise MalformedResponseError(f"invalid assistant content: unsupported content part {kind!r}")
+    notes.repair("content_parts")
+    return "".join(texts)
+
+
+def _repair_message(message: Any, notes: _Notes, new_id: IdFactory) -> Any:
+    """Apply the unambiguous dialect repairs to a wire assistant message; leave everything else to the seam."""
+    if not isinstance(message, dict):
+        return message
+    repaired = dict(message)
+    if "content" not in repaired:
+        repaired["content"] = None
+        notes.repair("missing_content")
+    elif isinstance(repaired["content"], list):
+        repaired["content"] = _content_from_parts(repaired["content"], notes)
+    calls = repaired.get("tool_calls")
+    if isinstance(calls, list):
+        if not calls:
+            del repaired["tool_calls"]
+            notes.repair("empty_tool_calls")
+        else:
+            repaired["tool_calls"] = [_repair_call(call, notes, new_id) for call in calls]
+    return repaired
+
+
+def _repair_call(call: Any, notes: _Notes, new_id: IdFactory) -> Any:
+    if not isinstance(call, dict):
+        return call
+    repaired = dict(call)
+    if "type" not in repaired or repaired["type"] is None:
+        repaired["type"] = "function"
+        notes.repair("missing_tool_call_type")
+    if repaired.get("id") in (None, ""):
+        repaired["id"] = new_id()
+        notes.repair("missing_tool_call_id")
+    function = repaired.get("function")
+    if isinstance(function, dict):
+        function = dict(function)
+        arguments = function.get("arguments")
+        if arguments == "":
+            function["arguments"] = "{}"
+            notes.repair("empty_arguments")
+        elif isinstance(arguments, dict):
+            function["arguments"] = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+            notes.repair("arguments_object")
+        repaired["function"] = function
+    return repaired
+
+
+def _note_dropped(message: Any, notes: _Notes) -> None:
+    if not isinstance(message, dict):
+        return
+    notes.drop_extras(message, ASSISTANT_KEYS, "message.")
+    calls = message.get("tool_calls")
+    if isinstance(calls, list):
+        for index, call in enumerate(calls):
+            if isinstance(call, dict):
+                notes.drop_extras(call, TOOL_CALL_KEYS, f"message.tool_calls[{index}].")
+                function = call.get("function")
+                if isinstance(function, dict):
+                    notes.drop_extras(function, FUNCTION_KEYS, f"message.tool_calls[{index}].function.")
+
+
+def _check_refusal(message: Any, usage: Usage | None) -> None:
+    """A refusal with no answer and no calls is reported as a content-filter outcome, with the model's words."""
+    if not isinstance(message, dict):
+        return
+    refusal = message.get("refusal")
+    if isinstance(refusal, str) and refusal.strip() and not message.get("content") and not message.get("tool_calls"):
+        raise ContentFilteredError(f"The model refused: {refusal.strip()}", usage=usage)
+
+
+def _finalize(
+    message: Any,
+    finish_reason: Any,
+    usage: Usage | None,
+    notes: _Notes,
+    new_id: IdFactory,
+    *,
+    provider_cost: Decimal | None,
+    response_id: Any,
+    model: Any,
+) -> NormalizedResponse:
+    """The shared tail of both paths: refusal check, repairs, seam, finish-reason cross-validation."""
+    _check_refusal(message, usage)
+    _note_dropped(message, notes)
+    try:
+        canonical = normalize_assistant_message(_repair_message(message, notes, new_id))
+        reason = stop_reason(finish_reason, canonical)
+    except ProviderError as error:
+        error.usage = usage
+        raise
+    return NormalizedResponse(
+        message=canonical,
+        stop_reason=reason,
+        usage=usage,
+        repairs=tuple(notes.repairs),
+        dropped=tuple(notes.dropped),
+        provider_cost=provider_cost,
+        response_id=response_id if isinstance(response_id, str) and response_id else None,
+        model=model if isinstance(model, str) and model else None,
+    )
+
+
+def _raise_failure_reason(finish_reason: Any, usage: Usage | None) -> None:
+    """Raise for ``content_filter``/``error`` finish reasons, which need no message to be meaningful."""
+    try:
+        stop_reason(finish_reason, AssistantMessage(content=None))
+    except (ContentFilteredError, ProviderReportedError) as error:
+        error.usage = usage
+        raise
+    except MalformedResponseError:
+        return
+
+
+def normalize_response_body(body: bytes | str, *, new_id: IdFactory = new_tool_call_id) -> NormalizedResponse:
+    """Normalize a complete 2xx Chat Completions JSON body.
+
+    Raises :class:`~tiny_agent_core.errors.ProviderError` subclasses: malformed JSON or shape, a provider
+    ``error`` object, a content filter or refusal, or a seam / finish-reason rejection (with usage attached).
+    """
+    value = _load_json(body, "The provider response")
+    if not isinstance(value, dict):
+        raise MalformedResponseError("The provider response is not a JSON object.")
+    notes = _Notes()
+    usage = usage_from_wire(value.get("usage"), notes)
+    if value.get("error") is not None:
+        raise ProviderReportedError(f"The provider reported an error: {_error_message(value['error'])}", usage=usage)
+    choices = value.get("choices")
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    if not isinstance(choice, dict):
+        raise MalformedResponseError("The provider returned no assistant message (no choices).", usage=usage)
+    finish_reason = choice.get("finish_reason")
+    message = choice.get("message")
+    if message is None:
+        _raise_failure_reason(finish_reason, usage)
+        raise MalformedResponseError("The provider returned no assistant message.", usage=usage)
+    return _finalize(
+        message,
+        finish_reason,
+        usage,
+        notes,
+        new_id,
+        provider_cost=_provider_cost(value.get("usage")),
+        response_id=value.get("id"),
+        model=value.get("model"),
+    )
+
+
+@dataclass
+class _PartialCall:
+    id: str | None = None
+    type: str | None = None
+    name: str | None = None
+    arguments: list[str] = field(default_factory=list)
+    arguments_object: Any = None
+
+
+_DELTA_KEYS = frozenset({"role", "content", "tool_calls", "refusal"})
+
+
+class StreamAccumulator:
+    """Accumulates a Chat Completions SSE stream, event by event, into the same result as the JSON body.
+
+    Feed every SSE event with :meth:`feed`; it returns the deltas a view can show at once and raises a typed
+    error as soon as the stream reports one. After the stream ends, :meth:`finish` returns the
+    :class:`NormalizedResponse` (or raises). Each event costs O(size of the event).
+    """
+
+    def __init__(self, *, new_id: IdFactory = new_tool_call_id) -> None:
+        self._new_id = new_id
+        self._notes = _Notes()
+        self._text: list[str] | None = None
+        self._refusal: list[str] = []
+        self._calls: dict[int, _PartialCall] = {}
+        self._last_index: int | None = None
+        self._finish_reason: Any = None
+        self._usage: Usage | None = None
+        self._usage_raw: Any = None
+        self._response_id: Any = None
+        self._model: Any = None
+        self._chunks = 0
+        self._done = False
+
+    @property
+    def done(self) -> bool:
+        """True once ``data: [DONE]`` arrived; later events are ignored."""
+        return self._done
+
+    @property
+    def usage(self) -> Usage | None:
+        """The latest usage reported so far (for recording what a failed stream cost)."""
+        return self._usage
+
+    def feed(self, event: str, data: str) -> list[StreamDelta]:
+        """Process one SSE event (its ``event`` name and ``data``); return the deltas it carried."""
+        if self._done:
+            return []
+        if data.strip() == "[DONE]":
+            self._done = True
+            return []
+        if event == "error":
+            detail = data
+            with contextlib.suppress(ValueError):
+                detail = _error_message(json.loads(data))
+            raise ProviderReportedError(f"The provider reported an error mid-stream: {detail}", usage=self._usage)
+        chunk = _load_json(data, f"Stream chunk {self._chunks + 1}")
+        self._chunks += 1
+        if not isinstance(chunk, dict):
+            raise MalformedResponseError(f"Stream chunk {self._chunks} is not a JSON object.", usage=self._usage)
+        deltas: list[StreamDelta] = []
+        if chunk.get("usage") is not None:
+            usage = usage_from_wire(chunk["usage"], self._notes)
+            if usage is not None:
+                self._usage = usage
+                self._usage_raw = chunk["usage"]
+                deltas.append(UsageReported(usage))
+        if chunk.get("error") is not None:
+            raise ProviderReportedError(
+                f"The provider reported an error mid-stream: {_error_message(chunk['error'])}",
+                usage=self._usage,
+            )
+        self._response_id = self._response_id or chunk.get("id")
+        self._model = self._model or chunk.get("model")
+        choices = chunk.get("choices")
+        if choices is None:
+            return deltas
+        if not isinstance(choices, list):
+            raise MalformedResponseError(f"Stream chunk {self._chunks} has invalid choices.", usage=self._usage)
+        for choice in choices:
+            if not isinstance(choice, dict):
+                raise MalformedResponseError(f"Stream chunk {self._chunks} has an invalid choice.", usage=self._usage)
+            if choice.get("index", 0) != 0:
+                continue
+            if choice.get("finish_reason") is not None:
+                self._finish_reason = choice["finish_reason"]
+            delta = choice.get("delta")
+            if delta is None:
+                continue
+            if not isinstance(delta, dict):
+                raise MalformedResponseError(f"Stream chunk {self._chunks} has an invalid delta.", usage=self._usage)
+            try:
+                deltas.extend(self._apply_delta(delta))
+            except ProviderError as error:
+                error.usage = self._usage
+                raise
+        return deltas
+
+    def _apply_delta(self, delta: dict[str, Any]) -> list[StreamDelta]:
+        self._notes.drop_extras(delta, _DELTA_KEYS, "message.")
+        role = delta.get("role")
+        if role is not None and role != "assistant":
+            raise MalformedResponseError("invalid assistant message role")
+        out: list[StreamDelta] = []
+        content = delta.get("content")
+        if isinstance(content, list):
+            content = _content_from_parts(content, self._notes)
+        if content is not None:
+            if not isinstance(content, str):
+                raise MalformedResponseError("invalid assistant content")
+            if self._text is None:
+                self._text = []
+            self._text.append(content)
+            if content:
+                out.append(TextDelta(content))
+        refusal = delta.get("refusal")
+        if isinstance(refusal, str):
+            self._refusal.append(refusal)
+        calls = delta.get("tool_calls")
+        if calls is not None:
+            if not isinstance(calls, list):
+                raise MalformedResponseError("invalid assistant tool_calls")
+            out.extend(self._apply_call_delta(call) for call in calls)
+        return out
+
+    def _call_index(self, call: dict[str, Any]) -> int:
+        index = call.get("index")
+        if index is not None:
+            if type(index) is not int or index < 0:
+                raise MalformedResponseError(f"invalid assistant tool call index {index!r}")
+            return index
+        self._notes.repair("missing_tool_call_index")
+        call_id = call.get("id")
+        function = call.get("function")
+        starts_new = (isinstance(call_id, str) and call_id and all(c.id != call_id for c in self._calls.values())) or (
+            isinstance(function, dict) and isinstance(function.get("name"), str) and function["name"]
+        )
+        if self._last_index is None or starts_new:
+            return max(self._calls, default=-1) + 1
+        return self._last_index
+
+    def _apply_call_delta(self, call: Any) -> ToolCallDelta:
+        if not isinstance(call, dict):
+            raise MalformedResponseError("invalid assistant tool call")
+        index = self._call_index(call)
+        self._last_index = index
+        partial = self._calls.setdefault(index, _PartialCall())
+        self._notes.drop_extras(call, TOOL_CALL_KEYS | {"index"}, f"message.tool_calls[{index}].")
+        call_id = call.get("id")
+        if isinstance(call_id, str) and call_id:
+            if partial.id not in (None, call_id):
+                raise MalformedResponseError(f"invalid assistant tool call: index {index} changed its id")
+            partial.id = call_id
+        elif call_id not in (None, ""):
+            raise MalformedResponseError("invalid assistant tool call")
+        if call.get("type") is not None:
+            partial.type = call["type"]
+        function = call.get("function")
+        name: str | None = None
+        arguments = ""
+        if function is not None:
+            if not isinstance(function, dict):
+                raise MalformedResponseError("invalid assistant tool call")
+            self._notes.drop_extras(function, FUNCTION_KEYS, f"message.tool_calls[{index}].function.")
+            name = function.get("name")
+            if name is not None:
+                if not isinstance(name, str):
+                    raise MalformedResponseError("invalid assistant tool call function")
+                if name and partial.name not in (None, name):
+                    raise MalformedResponseError(
+                        f"invalid assistant tool call function: index {index} changed its name"
+                    )
+                partial.name = partial.name or name or None
+            piece = function.get("arguments")
+            if isinstance(piece, str):
+                arguments = piece
+                partial.arguments.append(piece)
+            elif isinstance(piece, dict):
+                if partial.arguments or partial.arguments_object is not None:
+                    raise MalformedResponseError("invalid assistant tool call function: mixed argument forms")
+                partial.arguments_object = piece
+            elif piece is not None:
+                raise MalformedResponseError("invalid assistant tool call function")
+        return ToolCallDelta(index, call_id if isinstance(call_id, str) and call_id else None, name or None, arguments)
+
+    def _message(self) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant"}
+        message["content"] = None if self._text is None else "".join(self._text)
+        if self._refusal:
+            message["refusal"] = "".join(self._refusal)
+        if self._calls:
+            calls = []
+            for index in sorted(self._calls):
+                partial = self._calls[index]
+                call: dict[str, Any] = {"id": partial.id, "function": {}}
+                if partial.type is not None:
+                    call["type"] = partial.type
+                if partial.name is not None:
+                    call["function"]["name"] = partial.name
+                call["function"]["arguments"] = (
+                    partial.arguments_object if partial.arguments_object is not None else "".join(partial.arguments)
+                )
+                calls.append(call)
+            message["tool_calls"] = calls
+        return message
+
+    def finish(self) -> NormalizedResponse:
+        """The canonical result of the whole stream; raises if the stream was incomplete or invalid."""
+        if self._chunks == 0:
+            raise MalformedResponseError("The stream ended before any complete event arrived.")
+        if not self._done:
+            if self._finish_reason is None:
+                raise MalformedResponseError(
+                    "The stream ended before the response completed (no finish_reason and no [DONE]).",
+                    usage=self._usage,
+                )
+            self._notes.repair("missing_done_marker")
+        if self._finish_reason is not None:
+            _raise_failure_reason(self._finish_reason, self._usage)
+        return _finalize(
+            self._message(),
+            self._finish_reason,
+            self._usage,
+            self._notes,
+            self._new_id,
+            provider_cost=_provider_cost(self._usage_raw),
+            response_id=self._response_id,
+            model=self._model,
+        )
+
+
+def normalize_sse_text(text: str, *, new_id: IdFactory = new_tool_call_id) -> NormalizedResponse:
+    """Normalize a complete recorded SSE stream (the raw ``text/event-stream`` text).
+
+    Decodes with httpx-sse, exactly as a live streamed response is decoded, then runs :class:`StreamAccumulator`.
+    """
+    response = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=text.encode("utf-8"))
+    accumulator = StreamAccumulator(new_id=new_id)
+    for sse in EventSource(response).iter_sse():
+        accumulator.feed(sse.event, sse.data)
+    return accumulator.finish()
+
+
+_RETRY_IN = re.compile(r"(?:try again|retry) in\s+(?:(\d+)h)?(?:(\d+)m(?!s))?(?:([\d.]+)(ms|s))?", re.IGNORECASE)
+
+
+def _retry_after_header(headers: Mapping[str, str]) -> float | None:
+    lowered = {key.lower(): value for key, value in headers.items()}
+    milliseconds = lowered.get("retry-after-ms")
+    if milliseconds:
+        try:
+            return max(0.0, float(milliseconds) / 1000)
+        except ValueError:
+            pass
+    value = lowered.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        moment = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    try:
+        reference = parsedate_to_datetime(lowered["date"]) if "date" in lowered else datetime.now(UTC)
+    except (TypeError, ValueError):
+        reference = datetime.now(UTC)
+    return max(0.0, (moment - reference).total_seconds())
+
+
+def _retry_after_body(payload: Any, text: str) -> float | None:
+    error = payload.get("error") if isinstance(payload, dict) else None
+    if isinstance(error, dict):
+        availability = error.get("availability")
+        if isinstance(availability, dict):
+            value = availability.get("retry_after")
+            if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+                return float(value)
+    match = _RETRY_IN.search(text)
+    if not match or not any(match.groups()):
+        return None
+    hours, minutes, amount, unit = match.groups()
+    seconds = float(hours or 0) * 3600 + float(minutes or 0) * 60
+    if amount:
+        seconds += float(amount) / (1000 if unit == "ms" else 1)
+    return seconds
+
+
+_HTTP_CLASSES: dict[int, tuple[type[ProviderHTTPError], str]] = {
+    401: (AuthenticationError, "Check the API key for this provider in Settings."),
+    403: (
+        AuthenticationError,
+        "The key is not allowed to use this model or endpoint; check its permissions.",
+    ),
+    402: (PaymentRequiredError, "Add credits to your account with the provider, then retry."),
+    404: (ModelNotFoundError, "Check the model name and the base URL of this provider profile."),
+    408: (RateLimitError, "The provider timed out the request; retry."),
+    429: (RateLimitError, "The provider is rate-limiting you; wait and retry."),
+}
+
+
+def http_error(status: int, body: bytes | str, headers: Mapping[str, str] | None = None) -> ProviderHTTPError:
+    """The typed error for an HTTP error response (status ≥ 400), with the provider's own explanation.
+
+    ``retry_after`` comes from ``Retry-After``/``retry-after-ms`` headers, else from retry hints in the body
+    (OpenRouter ``error.availability.retry_after``, "try again in 20s" / "7m54.3s" / "120ms" texts).
+    """
+    text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
+    try:
+        payload: Any = json.loads(text)
+    except ValueError:
+        payload = None
+    if isinstance(payload, dict) and payload.get("error") is not None:
+        detail = _error_message(payload["error"])
+    elif isinstance(payload, dict) and isinstance(payload.get("message") or payload.get("detail"), str):
+        detail = payload.get("message") or payload["detail"]
+    else:
+        detail = text.strip()[:500] or "(empty body)"
+    retry_after = _retry_after_header(headers or {})
+    if retry_after is None:
+        retry_after = _retry_after_body(payload, detail)
+    if status in _HTTP_CLASSES:
+        cls, advice = _HTTP_CLASSES[status]
+    elif status >= 500:
+        cls, advice = ServerError, "The provider failed; retry later."
+    else:
+        cls, advice = ProviderHTTPError, "The provider rejected the request."
+    if retry_after is not None and cls is RateLimitError:
+        advice = f"Retry in {retry_after:g} s."
+    return cls(f"HTTP {status}: {detail} — {advice}", status=status, body=text, retry_after=retry_after)
