@@ -1,0 +1,354 @@
+"""The streaming Chat Completions client (SPEC §3, §9).
+
+One :class:`ProviderClient` per application owns (or is given) the one :class:`httpx.AsyncClient`. Each request
+is a :class:`ChatStream`: an async iterator of :data:`ChatEvent` as bytes arrive — the adapter's deltas
+(:class:`TextDelta`, :class:`ToolCallDelta`, :class:`UsageReported`), then one :class:`ChatCompleted` with the
+:class:`~tiny_agent_core.providers.openai_chat.NormalizedResponse` and the :class:`RawCapture` — or a typed
+:class:`~tiny_agent_core.errors.ProviderError` raised. The final result is exactly what the adapter gives for
+the same bytes (``tiny-agent wire normalize``). When a profile switches streaming off, the same events are
+produced from the JSON body.
+
+Always close a stream you stop reading early — ``async with client.stream_chat(...) as stream`` (or
+:func:`contextlib.aclosing`) — so the HTTP response is closed at once, not whenever the garbage collector runs.
+Cancelling the task that iterates closes the response promptly too. After the stream ends (result, failure or
+cancellation) ``stream.capture`` holds the raw wire record. Nothing is retried automatically.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Protocol, cast
+
+import httpx
+from httpx_sse import EventSource, SSEError
+
+from tiny_agent_core.errors import MalformedResponseError, ProviderError, ProviderHTTPError
+from tiny_agent_core.providers.capture import DEFAULT_CAPTURE_LIMIT, CaptureRecorder, RawCapture, scrub
+from tiny_agent_core.providers.openai_chat import (
+    NormalizedResponse,
+    StreamAccumulator,
+    StreamDelta,
+    TextDelta,
+    ToolCallDelta,
+    UsageReported,
+    http_error,
+    normalize_response_body,
+)
+from tiny_agent_core.providers.profiles import ProviderProfile
+from tiny_agent_core.providers.transport import Timeouts, translate_transport_errors
+
+__all__ = [
+    "ChatCompleted",
+    "ChatEvent",
+    "ChatStream",
+    "ProviderClient",
+    "TextDelta",
+    "Timeouts",
+    "ToolCallDelta",
+    "UsageReported",
+    "build_request_body",
+    "error_summary",
+]
+
+
+@dataclass(frozen=True)
+class ChatCompleted:
+    """The last event of a successful request: the canonical result and the raw wire record."""
+
+    response: NormalizedResponse
+    capture: RawCapture
+
+
+ChatEvent = TextDelta | ToolCallDelta | UsageReported | ChatCompleted
+"""What a :class:`ChatStream` yields."""
+
+
+class _AsDict(Protocol):
+    def as_dict(self) -> dict[str, Any]: ...
+
+
+def _message_json(message: _AsDict | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(message, Mapping):
+        return dict(message)
+    return message.as_dict()
+
+
+def build_request_body(
+    profile: ProviderProfile,
+    model: str,
+    messages: Sequence[_AsDict | Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The JSON request: ``{model, messages, tools?, stream: true, stream_options: {include_usage: true}}``.
+
+    Without streaming (profile flag) the stream keys are left out; ``stream_options`` only where accepted.
+    ``extra`` adds request parameters (``temperature``, ``max_tokens``…) but never overrides the above.
+    """
+    body: dict[str, Any] = dict(extra or {})
+    body["model"] = model
+    body["messages"] = [_message_json(message) for message in messages]
+    if tools:
+        body["tools"] = [dict(tool) for tool in tools]
+    else:
+        body.pop("tools", None)
+    body.pop("stream", None)
+    body.pop("stream_options", None)
+    if profile.streaming:
+        body["stream"] = True
+        if profile.stream_options:
+            body["stream_options"] = {"include_usage": True}
+    return body
+
+
+def error_summary(error: ProviderError) -> dict[str, Any]:
+    """``{kind, message, status?, retryAfter?}``: the failure as the CLI and the capture report it."""
+    out: dict[str, Any] = {"kind": error.kind, "message": str(error)}
+    if isinstance(error, ProviderHTTPError):
+        out["status"] = error.status
+        if error.retry_after is not None:
+            out["retryAfter"] = error.retry_after
+    return out
+
+
+class _TappedResponse:
+    """What :class:`httpx_sse.EventSource` reads: the response's text, copied into the capture as it passes.
+
+    The content type is presented as ``text/event-stream`` (the caller has already decided this body is SSE).
+    """
+
+    def __init__(self, response: httpx.Response, recorder: CaptureRecorder) -> None:
+        self._response = response
+        self._recorder = recorder
+        self.headers = httpx.Headers(response.headers)
+        self.headers["content-type"] = "text/event-stream"
+        self._texts: AsyncIterator[str] | None = None
+
+    def aiter_text(self) -> AsyncIterator[str]:
+        self._texts = self._response.aiter_text()
+        return self
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self
+
+    async def __anext__(self) -> str:
+        assert self._texts is not None
+        text = await self._texts.__anext__()
+        self._recorder.body_text(text)
+        return text
+
+    async def aclose(self) -> None:
+        """Close httpx's text iterator (an async generator) now rather than at garbage collection."""
+        texts = self._texts
+        self._texts = None
+        if texts is not None:
+            await cast(AsyncGenerator[str, None], texts).aclose()
+
+
+def _deltas_of(result: NormalizedResponse) -> list[StreamDelta]:
+    """The events a non-streamed response stands for, in stream order."""
+    out: list[StreamDelta] = []
+    if result.message.content:
+        out.append(TextDelta(result.message.content))
+    for index, call in enumerate(result.message.calls):
+        out.append(ToolCallDelta(index, call.id, call.function.name, call.function.arguments))
+    if result.usage is not None:
+        out.append(UsageReported(result.usage))
+    return out
+
+
+class ChatStream:
+    """One request to ``<base_url>/chat/completions``; iterate for events (see the module docstring).
+
+    Use it as ``async with`` (or :func:`contextlib.aclosing`) so stopping early closes the response at once.
+    ``capture`` is set when the request ends in any way; ``result`` when it succeeded.
+    """
+
+    def __init__(
+        self,
+        http: httpx.AsyncClient,
+        profile: ProviderProfile,
+        body: dict[str, Any],
+        *,
+        api_key: str | None,
+        timeouts: Timeouts,
+        capture_limit: int,
+    ) -> None:
+        self._http = http
+        self.profile = profile
+        self._body = body
+        self._api_key = api_key or None
+        self.timeouts = timeouts
+        self._capture_limit = capture_limit
+        self.capture: RawCapture | None = None
+        """The raw wire record, once the request has ended (success, failure or cancellation)."""
+        self.result: NormalizedResponse | None = None
+        """The canonical result, once the request has succeeded."""
+        self._events = self._run()
+
+    def __aiter__(self) -> ChatStream:
+        return self
+
+    async def __anext__(self) -> ChatEvent:
+        return await self._events.__anext__()
+
+    async def aclose(self) -> None:
+        """Stop the request now, closing the HTTP response (safe to call more than once)."""
+        await self._events.aclose()
+
+    async def __aenter__(self) -> ChatStream:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    def _scrub_error(self, error: ProviderError) -> None:
+        """Make sure the key never travels inside an error message or body."""
+        key = self._api_key
+        if key and key in str(error):
+            error.args = (scrub(str(error), key),)
+        if key and isinstance(error, ProviderHTTPError):
+            error.body = scrub(error.body, key)
+
+    async def _run(self) -> AsyncGenerator[ChatEvent, None]:
+        profile = self.profile
+        payload = json.dumps(self._body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        streaming = bool(self._body.get("stream"))
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "text/event-stream" if streaming else "application/json",
+            **profile.headers(self._api_key),
+        }
+        recorder = CaptureRecorder(
+            method="POST",
+            url=profile.chat_url,
+            stream=streaming,
+            request_headers=headers,
+            request_body=payload,
+            secret=self._api_key,
+            limit=self._capture_limit,
+        )
+        try:
+            with translate_transport_errors(profile.base_url, self.timeouts):
+                async with self._http.stream(
+                    "POST", profile.chat_url, content=payload, headers=headers, timeout=self.timeouts.to_httpx()
+                ) as response:
+                    recorder.response_started(response.status_code, response.headers)
+                    if response.status_code >= 400:
+                        body = await response.aread()
+                        recorder.body_text(body.decode("utf-8", errors="replace"))
+                        raise http_error(response.status_code, body, response.headers)
+                    content_type = response.headers.get("content-type", "").lower()
+                    if streaming and "json" not in content_type:
+                        accumulator = StreamAccumulator()
+                        tapped = _TappedResponse(response, recorder)
+                        events = EventSource(cast(httpx.Response, tapped)).aiter_sse()
+                        try:
+                            async for sse in events:
+                                recorder.sse_event()
+                                for delta in accumulator.feed(sse.event, sse.data):
+                                    if not isinstance(delta, UsageReported):
+                                        recorder.first_token()
+                                    yield delta
+                                if accumulator.done:
+                                    break
+                        except SSEError as error:  # pragma: no cover - the content type is forced above
+                            raise MalformedResponseError(f"Invalid event stream: {error}.") from error
+                        finally:
+                            await events.aclose()
+                            await tapped.aclose()
+                        result = accumulator.finish()
+                    else:
+                        # A JSON body: streaming is off, or the server answered a stream request with JSON.
+                        body = await response.aread()
+                        recorder.body_text(body.decode("utf-8", errors="replace"))
+                        result = normalize_response_body(body)
+                        for delta in _deltas_of(result):
+                            if not isinstance(delta, UsageReported):
+                                recorder.first_token()
+                            yield delta
+        except ProviderError as error:
+            self._scrub_error(error)
+            recorder.failed(error_summary(error))
+            self.capture = recorder.finish()
+            raise
+        except BaseException:
+            # Cancelled, or closed early by the consumer (GeneratorExit): the response is already closed.
+            recorder.failed({"kind": "cancelled", "message": "The request was cancelled before it completed."})
+            self.capture = recorder.finish()
+            raise
+        self.capture = recorder.finish()
+        self.result = result
+        yield ChatCompleted(result, self.capture)
+
+
+class ProviderClient:
+    """The application's one HTTP client for providers (building an ``httpx.AsyncClient`` costs 50–80 ms).
+
+    Pass an existing ``httpx.AsyncClient`` to share it, or let this object create and own one; ``aclose()`` (or
+    ``async with``) closes an owned client.
+    """
+
+    def __init__(self, http: httpx.AsyncClient | None = None, *, capture_limit: int = DEFAULT_CAPTURE_LIMIT) -> None:
+        self._owns_http = http is None
+        self.http = http if http is not None else httpx.AsyncClient(timeout=Timeouts().to_httpx())
+        self.capture_limit = capture_limit
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this object created it."""
+        if self._owns_http:
+            await self.http.aclose()
+
+    async def __aenter__(self) -> ProviderClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    def stream_chat(
+        self,
+        profile: ProviderProfile,
+        *,
+        model: str,
+        messages: Sequence[_AsDict | Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        api_key: str | None = None,
+        timeouts: Timeouts | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> ChatStream:
+        """Start (lazily, on first iteration) one chat request; see :class:`ChatStream`."""
+        body = build_request_body(profile, model, messages, tools, extra)
+        return ChatStream(
+            self.http,
+            profile,
+            body,
+            api_key=api_key,
+            timeouts=timeouts or Timeouts(),
+            capture_limit=self.capture_limit,
+        )
+
+    async def complete(
+        self,
+        profile: ProviderProfile,
+        *,
+        model: str,
+        messages: Sequence[_AsDict | Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        api_key: str | None = None,
+        timeouts: Timeouts | None = None,
+    ) -> ChatCompleted:
+        """Run one request to the end and return its :class:`ChatCompleted` (deltas are discarded)."""
+        async with self.stream_chat(
+            profile, model=model, messages=messages, tools=tools, api_key=api_key, timeouts=timeouts
+        ) as stream:
+            async for event in stream:
+                if isinstance(event, ChatCompleted):
+                    return event
+        raise MalformedResponseError("The request ended without a result.")  # pragma: no cover
