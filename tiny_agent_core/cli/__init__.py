@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from tiny_agent_core.cli import wire
+from tiny_agent_core.cli import index, wire
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -18,6 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tiny-agent", description=__doc__)
     subparsers = parser.add_subparsers(dest="command", required=True)
     wire.register(subparsers)
+    index.register(subparsers)
     return parser
 
 

@@ -1,0 +1,68 @@
+"""The SQLite index and usage/cost ledger in the user data folder (SPEC §4, §5).
+
+Open it with :func:`connect` (WAL, foreign keys, migrations applied); keep it current with
+:func:`scan_workspace` / :func:`index_session_file`; list with :func:`list_sessions`; record what only the
+live request knows with :func:`record_live` and :func:`add_raw_capture`; recreate it with :func:`rebuild`.
+The schema is documented in :mod:`tiny_agent_core.ledger.migrations`.
+"""
+
+from tiny_agent_core.ledger.database import connect, opened, transaction
+from tiny_agent_core.ledger.extract import SessionFacts, extract_session
+from tiny_agent_core.ledger.index import (
+    CorruptFile,
+    ScanReport,
+    SessionSummary,
+    add_workspace,
+    get_session,
+    index_session_file,
+    known_workspaces,
+    list_sessions,
+    scan_workspace,
+)
+from tiny_agent_core.ledger.paths import data_dir, database_path, default_workspace, sessions_dir
+from tiny_agent_core.ledger.rebuild import RebuildReport, rebuild
+from tiny_agent_core.ledger.requests import (
+    Cost,
+    CostSource,
+    LiveRequest,
+    RequestRow,
+    add_raw_capture,
+    get_request,
+    raw_captures,
+    record_live,
+    redact,
+    session_requests,
+)
+
+__all__ = [
+    "CorruptFile",
+    "Cost",
+    "CostSource",
+    "LiveRequest",
+    "RebuildReport",
+    "RequestRow",
+    "ScanReport",
+    "SessionFacts",
+    "SessionSummary",
+    "add_raw_capture",
+    "add_workspace",
+    "connect",
+    "data_dir",
+    "database_path",
+    "default_workspace",
+    "extract_session",
+    "get_request",
+    "get_session",
+    "index_session_file",
+    "known_workspaces",
+    "list_sessions",
+    "opened",
+    "raw_captures",
+    "rebuild",
+    "record_live",
+    "redact",
+    "scan_workspace",
+    "session_requests",
+    "sessions_dir",
+    "transaction",
+]

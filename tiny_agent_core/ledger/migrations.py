@@ -1,0 +1,270 @@
+"""Append-only, named schema migrations of the index and ledger database (STYLE practice 7).
+
+Each migration is a function ``mNNN_<name>(conn)`` registered with :func:`migration`, applied once, in order,
+inside its own ``BEGIN IMMEDIATE`` transaction, and recorded in ``_migrations(name, applied_at)``. Never edit or
+reorder a released migration: append a new one.
+
+``PRAGMA user_version`` holds ``major << 16 | minor`` of the schema the database was last written with. A
+database whose *major* is newer than :data:`SCHEMA_MAJOR` is refused with :class:`LedgerVersionError` before
+anything is written; a newer *minor* means compatible additions by a newer app and is accepted. Bump the major
+only when an older app could no longer read or write the database correctly.
+
+Schema (all times are integer milliseconds since the Unix epoch, UTC; money is ``TEXT`` holding a
+``decimal.Decimal`` string, never a float; ``NULL`` token or cost columns mean *unknown*, never zero):
+
+``workspaces``
+    ``id`` INTEGER PK; ``path`` TEXT UNIQUE, the resolved folder; ``added_at``; ``last_scanned_at`` (NULL =
+    never scanned).
+``sessions`` (one row per valid session file; derivable from the JSONL, except the cost columns which are
+    recomputed from ``requests``)
+    ``id`` TEXT PK, the header's session UUIDv7; ``workspace_id`` FK → workspaces (cascade); ``path`` TEXT
+    UNIQUE, the absolute file path; ``title``, the first user message with whitespace collapsed, at most 80
+    characters ('' before the first message); ``created_at`` (header ``createdAt``); ``updated_at`` (last fact
+    timestamp, else ``created_at``); ``provider`` (header); ``model`` (the last step's configuration model, else
+    the header's); ``operation`` 'idle' | 'run' | 'compaction', the open operation when the file was indexed (a
+    non-idle session that nobody has open needs recovery); ``abort_requested`` 0/1 for that operation;
+    ``last_outcome`` 'completed' | 'aborted' | 'failed' of the last finished operation or NULL; ``facts``, the
+    number of facts; ``input_tokens`` / ``output_tokens`` / ``cache_read_tokens`` / ``cache_write_tokens``, the
+    sums of every usage fact (model attempts and tools), so known usage only; ``requests``, the number of
+    physical model requests (step attempts); ``usage_unknown_requests``, how many of them have no usage fact
+    (their tokens are not in the sums); ``cost_total`` TEXT Decimal, the sum of the known request costs, NULL
+    when no request has a known cost (it is '0' only for a session without requests); ``cost_unknown_requests``,
+    how many requests have no known cost; ``file_size`` / ``file_mtime_ns``, the file's stat when indexed (an
+    unchanged file is not re-read); ``indexed_at``.
+``requests`` (one row per physical model request; keyed by the ``stepAttempt`` attempt id)
+    Derivable from the JSONL (rewritten by every re-index and rebuild): ``attempt_id`` TEXT PK; ``session_id``
+    FK → sessions (cascade); ``operation_id``; ``step_id``; ``attempt`` 1 | 2; ``step_kind`` 'assistant' |
+    'compaction'; ``provider`` (header); ``model`` (the attempt's configuration snapshot); the four token
+    columns (NULL = no usage fact for this attempt = unknown; several usage facts are summed); ``stop_reason``
+    ('stop' | 'toolUse' | 'length' for a settled assistant step, NULL otherwise); ``error_code`` (the
+    ``stepFailed`` code, e.g. 'model_error', 'aborted'); ``outcome`` 'open' | 'settled' | 'failed' |
+    'superseded' (attempt 1 replaced by attempt 2); ``started_at`` (``stepAttempt`` timestamp);
+    ``finished_at`` (timestamp of the closing fact, NULL while open).
+    Live-only (written by the agent as the request happens, kept across re-index and rebuild while the attempt
+    id still exists in the file): ``cost`` TEXT Decimal (NULL = unknown); ``cost_source`` 'provider' |
+    'price_table' | 'override' (NULL exactly when ``cost`` is NULL); ``price_data_version`` (the price table's
+    data version when ``cost_source`` is 'price_table'); ``response_model`` (the model the provider says
+    answered); ``latency_ms`` (request sent → response complete); ``ttft_ms`` (request sent → first token);
+    ``http_status``; ``error_kind`` (the :class:`~tiny_agent_core.errors.ProviderError` ``kind``);
+    ``dialect_repairs`` (JSON array text of the seam's repairs, NULL = none recorded).
+``raw_captures`` (live-only)
+    ``id`` INTEGER PK; ``attempt_id`` FK → requests (cascade); ``captured_at``; ``body``, the redacted JSON
+    text of the exchange (request body, status, kept headers, response body or SSE text; no credentials), at
+    most the capture cap; when the payload was larger, ``body`` is a JSON object ``{"truncated": true,
+    "originalSize": n, "prefix": "<text>"}`` and ``truncated`` is 1; ``original_size``, the redacted payload's
+    size in UTF-8 bytes.
+``tool_timings`` (derivable: ``toolStarted`` → its result entry)
+    ``tool_started_id`` TEXT PK; ``session_id`` FK → sessions (cascade); ``operation_id``; ``step_id``;
+    ``tool_call_id``; ``tool_name``; ``started_at``; ``finished_at`` / ``duration_ms`` (NULL while pending);
+    ``outcome`` 'success' | 'error' | 'interrupted' (NULL while pending).
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+from collections.abc import Callable
+
+from tiny_agent_core.errors import LedgerError, LedgerVersionError
+
+SCHEMA_MAJOR = 1
+"""Incompatible schema generation; a database with a larger major is refused."""
+
+SCHEMA_MINOR = 0
+"""Compatible revision within the major; a larger minor from a newer app is accepted."""
+
+Migration = Callable[[sqlite3.Connection], None]
+
+MIGRATIONS: list[Migration] = []
+"""Every migration in the order it is applied. Append only."""
+
+_NAME = re.compile(r"^m(\d{3})_[a-z0-9_]+$")
+
+
+def migration(fn: Migration) -> Migration:
+    """Register ``fn`` as the next migration; its name must be ``m<NNN>_<what>`` with NNN the next number."""
+    match = _NAME.match(fn.__name__)
+    if match is None or int(match.group(1)) != len(MIGRATIONS) + 1:
+        raise ValueError(f"migration {fn.__name__!r} must be named m{len(MIGRATIONS) + 1:03d}_<what>")
+    MIGRATIONS.append(fn)
+    return fn
+
+
+def user_version() -> int:
+    """The ``PRAGMA user_version`` this app writes."""
+    return SCHEMA_MAJOR << 16 | SCHEMA_MINOR
+
+
+def _execute_all(conn: sqlite3.Connection, statements: list[str]) -> None:
+    # Not executescript(): it would COMMIT the migration's transaction first.
+    for statement in statements:
+        conn.execute(statement)
+
+
+@migration
+def m001_initial(conn: sqlite3.Connection) -> None:
+    """Workspaces, sessions, requests, raw captures and tool timings, with their listing indexes."""
+    _execute_all(
+        conn,
+        [
+            """
+            CREATE TABLE workspaces (
+                id INTEGER PRIMARY KEY,
+                path TEXT NOT NULL UNIQUE,
+                added_at INTEGER NOT NULL,
+                last_scanned_at INTEGER
+            )
+            """,
+            """
+            CREATE TABLE sessions (
+                id TEXT PRIMARY KEY,
+                workspace_id INTEGER NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+                path TEXT NOT NULL UNIQUE,
+                title TEXT NOT NULL,
+                created_at INTEGER NOT NULL,
+                updated_at INTEGER NOT NULL,
+                provider TEXT NOT NULL,
+                model TEXT NOT NULL,
+                operation TEXT NOT NULL CHECK (operation IN ('idle', 'run', 'compaction')),
+                abort_requested INTEGER NOT NULL CHECK (abort_requested IN (0, 1)),
+                last_outcome TEXT CHECK (last_outcome IN ('completed', 'aborted', 'failed')),
+                facts INTEGER NOT NULL,
+                input_tokens INTEGER NOT NULL,
+                output_tokens INTEGER NOT NULL,
+                cache_read_tokens INTEGER NOT NULL,
+                cache_write_tokens INTEGER NOT NULL,
+                requests INTEGER NOT NULL,
+                usage_unknown_requests INTEGER NOT NULL,
+                cost_total TEXT,
+                cost_unknown_requests INTEGER NOT NULL,
+                file_size INTEGER NOT NULL,
+                file_mtime_ns INTEGER NOT NULL,
+                indexed_at INTEGER NOT NULL
+            )
+            """,
+            "CREATE INDEX sessions_by_workspace_newest ON sessions (workspace_id, created_at DESC, id DESC)",
+            "CREATE INDEX sessions_newest ON sessions (created_at DESC, id DESC)",
+            "CREATE INDEX sessions_by_title ON sessions (title COLLATE NOCASE)",
+            """
+            CREATE TABLE requests (
+                attempt_id TEXT PRIMARY KEY,
+                session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+                operation_id TEXT NOT NULL,
+                step_id TEXT NOT NULL,
+                attempt INTEGER NOT NULL CHECK (attempt IN (1, 2)),
+                step_kind TEXT NOT NULL CHECK (step_kind IN ('assistant', 'compaction')),
+                provider TEXT NOT NULL,
+                model TEXT NOT NULL,
+                input_tokens INTEGER,
+                output_tokens INTEGER,
+                cache_read_tokens INTEGER,
+                cache_write_tokens INTEGER,
+                stop_reason TEXT,
+                error_code TEXT,
+                outcome TEXT NOT NULL CHECK (outcome IN ('open', 'settled', 'failed', 'superseded')),
+                started_at INTEGER NOT NULL,
+                finished_at INTEGER,
+                cost TEXT,
+                cost_source TEXT CHECK (cost_source IN ('provider', 'price_table', 'override')),
+                price_data_version TEXT,
+                response_model TEXT,
+                latency_ms INTEGER,
+                ttft_ms INTEGER,
+                http_status INTEGER,
+                error_kind TEXT,
+                dialect_repairs TEXT,
+                CHECK ((cost IS NULL) = (cost_source IS NULL)),
+                CHECK ((input_tokens IS NULL) = (output_tokens IS NULL)
+                       AND (input_tokens IS NULL) = (cache_read_tokens IS NULL)
+                       AND (input_tokens IS NULL) = (cache_write_tokens IS NULL))
+            )
+            """,
+            "CREATE INDEX requests_by_session ON requests (session_id, started_at)",
+            "CREATE INDEX requests_by_model ON requests (model, started_at)",
+            """
+            CREATE TABLE raw_captures (
+                id INTEGER PRIMARY KEY,
+                attempt_id TEXT NOT NULL REFERENCES requests(attempt_id) ON DELETE CASCADE,
+                captured_at INTEGER NOT NULL,
+                body TEXT NOT NULL,
+                truncated INTEGER NOT NULL CHECK (truncated IN (0, 1)),
+                original_size INTEGER NOT NULL
+            )
+            """,
+            "CREATE INDEX raw_captures_by_attempt ON raw_captures (attempt_id)",
+            """
+            CREATE TABLE tool_timings (
+                tool_started_id TEXT PRIMARY KEY,
+                session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+                operation_id TEXT NOT NULL,
+                step_id TEXT NOT NULL,
+                tool_call_id TEXT NOT NULL,
+                tool_name TEXT NOT NULL,
+                started_at INTEGER NOT NULL,
+                finished_at INTEGER,
+                duration_ms INTEGER,
+                outcome TEXT CHECK (outcome IN ('success', 'error', 'interrupted'))
+            )
+            """,
+            "CREATE INDEX tool_timings_by_session ON tool_timings (session_id, started_at)",
+            "CREATE INDEX tool_timings_by_name ON tool_timings (tool_name)",
+        ],
+    )
+
+
+def _read_user_version(conn: sqlite3.Connection) -> int:
+    row = conn.execute("PRAGMA user_version").fetchone()
+    return int(row[0])
+
+
+def check_version(conn: sqlite3.Connection) -> None:
+    """Refuse a database written by an app with a newer schema major (raises :class:`LedgerVersionError`)."""
+    found = _read_user_version(conn) >> 16
+    if found > SCHEMA_MAJOR:
+        raise LedgerVersionError(
+            f"The index database was written by a newer version of tiny-agent desktop (schema {found}; this "
+            f"version understands up to {SCHEMA_MAJOR}). Update the app, or move the database aside and run "
+            "`tiny-agent index rebuild`.",
+            found=found,
+            supported=SCHEMA_MAJOR,
+        )
+
+
+def applied_migrations(conn: sqlite3.Connection) -> list[str]:
+    """Names recorded in ``_migrations``, in the order they were applied."""
+    rows = conn.execute("SELECT name FROM _migrations ORDER BY rowid").fetchall()
+    return [str(row[0]) for row in rows]
+
+
+def migrate(conn: sqlite3.Connection) -> list[str]:
+    """Apply every pending migration in order; returns the names applied now (empty when up to date).
+
+    ``conn`` must be in autocommit mode (``isolation_level=None``). Safe against a concurrent migrator: each
+    migration re-checks ``_migrations`` inside its ``BEGIN IMMEDIATE`` transaction.
+    """
+    check_version(conn)
+    applied_now: list[str] = []
+    try:
+        conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")
+        for fn in MIGRATIONS:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                done = conn.execute("SELECT 1 FROM _migrations WHERE name = ?", (fn.__name__,)).fetchone()
+                if done is None:
+                    fn(conn)
+                    conn.execute(
+                        "INSERT INTO _migrations (name, applied_at) VALUES (?, ?)",
+                        (fn.__name__, time.time_ns() // 1_000_000),
+                    )
+                    applied_now.append(fn.__name__)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        check_version(conn)  # another process may have upgraded it meanwhile
+        if _read_user_version(conn) < user_version():
+            conn.execute(f"PRAGMA user_version = {user_version()}")
+    except sqlite3.Error as error:
+        raise LedgerError(f"Could not migrate the index database: {error}.") from error
+    return applied_now

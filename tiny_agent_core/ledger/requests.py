@@ -1,0 +1,297 @@
+"""One ledger row per physical model request: usage, cost and where it came from, timings, captures (SPEC §4).
+
+The JSONL session file is the source of truth for what is derivable (attempt, model, usage facts, outcome); the
+agent adds what only the live request knows (:class:`LiveRequest`: cost, latency, time to first token, HTTP
+status, dialect repairs, the raw capture). Live data survives re-indexing and ``index rebuild`` as long as the
+attempt id is still in the session file.
+
+Unknown is never zero: a request without usage has ``NULL`` token columns and a request without a known cost a
+``NULL`` cost; session totals count such requests instead of adding 0. Money is :class:`decimal.Decimal`, stored
+as its exact string.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation, localcontext
+from typing import Any, Literal, get_args
+
+from tiny_agent_core.errors import LedgerError
+from tiny_agent_core.ledger.database import transaction
+from tiny_agent_core.usage import Usage
+
+CostSource = Literal["provider", "price_table", "override"]
+"""Where a cost came from: the provider's own figure, a price-table computation, or the user's override."""
+
+COST_SOURCES: tuple[str, ...] = get_args(CostSource)
+
+CAPTURE_LIMIT = 256 * 1024
+"""Largest raw capture body stored, in UTF-8 bytes of redacted JSON text."""
+
+REDACTED = "[redacted]"
+
+_SECRET_KEYS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "api-key",
+        "api_key",
+        "apikey",
+        "x-api-key",
+        "cookie",
+        "set-cookie",
+        "password",
+        "secret",
+        "client_secret",
+        "access_token",
+        "refresh_token",
+    }
+)
+_SECRET_VALUE = re.compile(r"(?i)\bbearer\s+\S+|\bsk-[A-Za-z0-9_-]{16,}")
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """What one request cost, exactly, and where the number came from."""
+
+    amount: Decimal
+    """In US dollars; finite and non-negative."""
+    source: CostSource
+    price_data_version: str | None = None
+    """The price table's data version (for ``source == 'price_table'``)."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.amount, Decimal) or not self.amount.is_finite() or self.amount < 0:
+            raise ValueError(f"cost must be a finite, non-negative Decimal, got {self.amount!r}")
+        if self.source not in COST_SOURCES:
+            raise ValueError(f"cost source must be one of {COST_SOURCES}, got {self.source!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class LiveRequest:
+    """What the agent learned about a physical request that the session file does not record."""
+
+    attempt_id: str
+    cost: Cost | None = None
+    """``None`` = unknown (never shown as $0)."""
+    response_model: str | None = None
+    latency_ms: int | None = None
+    ttft_ms: int | None = None
+    http_status: int | None = None
+    error_kind: str | None = None
+    """:attr:`tiny_agent_core.errors.ProviderError.kind` of a failed request."""
+    dialect_repairs: Sequence[str] | None = None
+    """Names of the seam's dialect repairs; ``None`` = not recorded."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRow:
+    """A ``requests`` row as read back."""
+
+    attempt_id: str
+    session_id: str
+    operation_id: str
+    step_id: str
+    attempt: int
+    step_kind: str
+    provider: str
+    model: str
+    usage: Usage | None
+    stop_reason: str | None
+    error_code: str | None
+    outcome: str
+    started_at: int
+    finished_at: int | None
+    cost: Cost | None
+    response_model: str | None
+    latency_ms: int | None
+    ttft_ms: int | None
+    http_status: int | None
+    error_kind: str | None
+    dialect_repairs: list[str] | None
+
+
+def decimal_from_text(text: str) -> Decimal:
+    """Parse a stored money string; raises ``LedgerError`` if the database holds something else."""
+    try:
+        value = Decimal(text)
+    except (InvalidOperation, TypeError):
+        raise LedgerError(f"The index database holds an invalid amount: {text!r}.") from None
+    return value
+
+
+def record_live(conn: sqlite3.Connection, live: LiveRequest) -> None:
+    """Store the live-only facts of a request whose attempt is already indexed, then refresh its session's cost.
+
+    Only the fields that are not ``None`` are written (a later call can add the cost to an earlier call's
+    timings). Raises ``LedgerError`` when the attempt id is not in the index: index the session file first
+    (:func:`tiny_agent_core.ledger.index.index_session_file`).
+    """
+    columns: dict[str, Any] = {}
+    if live.cost is not None:
+        columns["cost"] = str(live.cost.amount)
+        columns["cost_source"] = live.cost.source
+        columns["price_data_version"] = live.cost.price_data_version
+    for name in ("response_model", "latency_ms", "ttft_ms", "http_status", "error_kind"):
+        value = getattr(live, name)
+        if value is not None:
+            columns[name] = value
+    if live.dialect_repairs is not None:
+        columns["dialect_repairs"] = json.dumps(list(live.dialect_repairs))
+    with transaction(conn):
+        row = conn.execute("SELECT session_id FROM requests WHERE attempt_id = ?", (live.attempt_id,)).fetchone()
+        if row is None:
+            raise LedgerError(f"Request {live.attempt_id} is not in the index; index its session first.")
+        if columns:
+            assignments = ", ".join(f"{name} = ?" for name in columns)
+            conn.execute(
+                f"UPDATE requests SET {assignments} WHERE attempt_id = ?",
+                (*columns.values(), live.attempt_id),
+            )
+        refresh_cost_totals(conn, str(row[0]))
+
+
+def refresh_cost_totals(conn: sqlite3.Connection, session_id: str) -> None:
+    """Recompute a session's ``cost_total`` / ``cost_unknown_requests`` from its requests, exactly (Decimal)."""
+    known: list[Decimal] = []
+    unknown = 0
+    for (cost,) in conn.execute("SELECT cost FROM requests WHERE session_id = ?", (session_id,)):
+        if cost is None:
+            unknown += 1
+        else:
+            known.append(decimal_from_text(cost))
+    if known:
+        with localcontext() as context:
+            context.prec = 60  # far beyond any realistic sum: addition stays exact
+            total: str | None = str(sum(known, Decimal(0)))
+    else:
+        total = "0" if unknown == 0 else None
+    conn.execute(
+        "UPDATE sessions SET cost_total = ?, cost_unknown_requests = ? WHERE id = ?",
+        (total, unknown, session_id),
+    )
+
+
+def _row(values: Mapping[str, Any]) -> RequestRow:
+    usage = None
+    if values["input_tokens"] is not None:
+        usage = Usage(
+            values["input_tokens"],
+            values["output_tokens"],
+            values["cache_read_tokens"],
+            values["cache_write_tokens"],
+        )
+    cost = None
+    if values["cost"] is not None:
+        cost = Cost(decimal_from_text(values["cost"]), values["cost_source"], values["price_data_version"])
+    repairs = values["dialect_repairs"]
+    return RequestRow(
+        attempt_id=values["attempt_id"],
+        session_id=values["session_id"],
+        operation_id=values["operation_id"],
+        step_id=values["step_id"],
+        attempt=values["attempt"],
+        step_kind=values["step_kind"],
+        provider=values["provider"],
+        model=values["model"],
+        usage=usage,
+        stop_reason=values["stop_reason"],
+        error_code=values["error_code"],
+        outcome=values["outcome"],
+        started_at=values["started_at"],
+        finished_at=values["finished_at"],
+        cost=cost,
+        response_model=values["response_model"],
+        latency_ms=values["latency_ms"],
+        ttft_ms=values["ttft_ms"],
+        http_status=values["http_status"],
+        error_kind=values["error_kind"],
+        dialect_repairs=None if repairs is None else list(json.loads(repairs)),
+    )
+
+
+def _select(conn: sqlite3.Connection, where: str, params: Iterable[Any]) -> list[RequestRow]:
+    cursor = conn.execute(f"SELECT * FROM requests WHERE {where} ORDER BY started_at, attempt_id", tuple(params))
+    names = [column[0] for column in cursor.description]
+    return [_row(dict(zip(names, values, strict=True))) for values in cursor.fetchall()]
+
+
+def get_request(conn: sqlite3.Connection, attempt_id: str) -> RequestRow | None:
+    """The request row of an attempt id, or ``None``."""
+    rows = _select(conn, "attempt_id = ?", (attempt_id,))
+    return rows[0] if rows else None
+
+
+def session_requests(conn: sqlite3.Connection, session_id: str) -> list[RequestRow]:
+    """A session's requests in the order they started."""
+    return _select(conn, "session_id = ?", (session_id,))
+
+
+def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
+    """A copy of a JSON value without credentials.
+
+    Object members whose key names a credential (``authorization``, ``api_key``, ``cookie``, …) have their value
+    replaced by :data:`REDACTED`; every string has the given ``secrets`` and anything shaped like a bearer token
+    or an ``sk-…`` key replaced too.
+    """
+    secret_list = [secret for secret in secrets if secret]
+
+    def clean(item: Any) -> Any:
+        if isinstance(item, dict):
+            return {key: REDACTED if str(key).lower() in _SECRET_KEYS else clean(inner) for key, inner in item.items()}
+        if isinstance(item, list | tuple):
+            return [clean(inner) for inner in item]
+        if isinstance(item, str):
+            for secret in secret_list:
+                item = item.replace(secret, REDACTED)
+            return _SECRET_VALUE.sub(REDACTED, item)
+        return item
+
+    return clean(value)
+
+
+def add_raw_capture(
+    conn: sqlite3.Connection,
+    attempt_id: str,
+    payload: Any,
+    *,
+    secrets: Iterable[str] = (),
+    limit: int = CAPTURE_LIMIT,
+) -> int:
+    """Store the redacted JSON text of a request's raw exchange (capped at ``limit`` bytes); returns its row id.
+
+    ``payload`` is any JSON-serializable value (e.g. a provider capture's dict); ``secrets`` are strings to scrub
+    wherever they appear (the API key). Raises ``LedgerError`` when the attempt is not indexed.
+    """
+    text = json.dumps(redact(payload, secrets), ensure_ascii=False, separators=(",", ":"))
+    size = len(text.encode("utf-8"))
+    truncated = size > limit
+    if truncated:
+        encoded = text.encode("utf-8")
+        keep = limit
+        while True:  # escaping can grow the prefix: shrink until the wrapper fits
+            prefix = encoded[: max(0, keep)].decode("utf-8", errors="ignore")
+            text = json.dumps({"truncated": True, "originalSize": size, "prefix": prefix}, ensure_ascii=False)
+            over = len(text.encode("utf-8")) - limit
+            if over <= 0 or keep <= 0:
+                break
+            keep -= over
+    with transaction(conn):
+        if conn.execute("SELECT 1 FROM requests WHERE attempt_id = ?", (attempt_id,)).fetchone() is None:
+            raise LedgerError(f"Request {attempt_id} is not in the index; index its session first.")
+        cursor = conn.execute(
+            "INSERT INTO raw_captures (attempt_id, captured_at, body, truncated, original_size) VALUES (?, ?, ?, ?, ?)",
+            (attempt_id, time.time_ns() // 1_000_000, text, int(truncated), size),
+        )
+    return int(cursor.lastrowid or 0)
+
+
+def raw_captures(conn: sqlite3.Connection, attempt_id: str) -> list[Any]:
+    """The stored capture bodies of a request (parsed JSON), oldest first."""
+    rows = conn.execute("SELECT body FROM raw_captures WHERE attempt_id = ? ORDER BY id", (attempt_id,))
+    return [json.loads(body) for (body,) in rows]
