@@ -1,0 +1,128 @@
+"""The normalization seam (reference notes §2): whitelist rebuild, reference checks in order, typed errors only.
+
+The two test-name patterns of the seed chapter select real tests here:
+``pytest -k normalizes_provider_only`` and ``pytest -k rejects_malformed_provider_assistant``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tiny_agent_core.errors import InvalidAssistantMessage
+from tiny_agent_core.seam import normalize_assistant_message
+
+CALL = {"id": "call_1", "type": "function", "function": {"name": "read", "arguments": '{"path":"README.md"}'}}
+
+
+def test_normalizes_provider_only_assistant_fields_before_persistence() -> None:
+    wire = {
+        "role": "assistant",
+        "content": "answer",
+        "refusal": None,
+        "reasoning": "thinking…",
+        "reasoning_content": "more thinking",
+        "reasoning_details": [{"type": "reasoning.text", "text": "x"}],
+        "annotations": [{"type": "url_citation"}],
+        "audio": {"id": "a"},
+        "function_call": {"name": "legacy", "arguments": "{}"},
+        "name": "bot",
+        "provider_specific": {"x": 1},
+    }
+    assert normalize_assistant_message(wire).as_dict() == {"role": "assistant", "content": "answer"}
+
+
+def test_normalizes_provider_only_tool_call_fields_and_keeps_the_canonical_call() -> None:
+    wire = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                **CALL,
+                "index": 0,
+                "provider": "x",
+                "extra_content": {"google": {"thought_signature": "sig"}},
+                "function": {**CALL["function"], "parsed_arguments": {"path": "README.md"}},  # type: ignore[dict-item]
+            }
+        ],
+    }
+    assert normalize_assistant_message(wire).as_dict() == {"role": "assistant", "content": None, "tool_calls": [CALL]}
+
+
+def test_normalizes_provider_only_fields_without_touching_the_input() -> None:
+    wire = {"role": "assistant", "content": "a", "reasoning": "r"}
+    normalize_assistant_message(wire)
+    assert wire == {"role": "assistant", "content": "a", "reasoning": "r"}
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (None, "invalid assistant message"),
+        ([], "invalid assistant message"),
+        ("assistant", "invalid assistant message"),
+        ({"content": "x"}, "invalid assistant message role"),
+        ({"role": "user", "content": "x"}, "invalid assistant message role"),
+        ({"role": "assistant"}, "invalid assistant content"),
+        ({"role": "assistant", "content": 1}, "invalid assistant content"),
+        ({"role": "assistant", "content": [{"type": "text", "text": "x"}]}, "invalid assistant content"),
+        ({"role": "assistant", "content": None, "tool_calls": []}, "invalid assistant tool_calls"),
+        ({"role": "assistant", "content": None, "tool_calls": {"0": CALL}}, "invalid assistant tool_calls"),
+        ({"role": "assistant", "content": None, "tool_calls": ["x"]}, "invalid assistant tool call"),
+        ({"role": "assistant", "content": None, "tool_calls": [{**CALL, "id": ""}]}, "invalid assistant tool call"),
+        ({"role": "assistant", "content": None, "tool_calls": [{**CALL, "id": 7}]}, "invalid assistant tool call"),
+        ({"role": "assistant", "content": None, "tool_calls": [{**CALL, "type": "fn"}]}, "invalid assistant tool call"),
+        (
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "function": CALL["function"]}]},
+            "invalid assistant tool call",
+        ),
+        (
+            {"role": "assistant", "content": None, "tool_calls": [{**CALL, "function": "read"}]},
+            "invalid assistant tool call",
+        ),
+        (
+            {"role": "assistant", "content": None, "tool_calls": [{**CALL, "function": {"name": "", "arguments": ""}}]},
+            "invalid assistant tool call function",
+        ),
+        (
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{**CALL, "function": {"name": "read", "arguments": {}}}],
+            },
+            "invalid assistant tool call function",
+        ),
+        (
+            {"role": "assistant", "content": None, "tool_calls": [{**CALL, "function": {"name": "read"}}]},
+            "invalid assistant tool call function",
+        ),
+        (
+            {"role": "assistant", "content": None, "tool_calls": [CALL, CALL]},
+            "invalid assistant tool_calls: duplicate tool call id",
+        ),
+    ],
+)
+def test_rejects_malformed_provider_assistant_shapes(value: Any, message: str) -> None:
+    with pytest.raises(InvalidAssistantMessage) as caught:
+        normalize_assistant_message(value)
+    assert str(caught.value) == message
+
+
+def test_rejects_malformed_provider_assistant_checks_in_reference_order() -> None:
+    # Role is checked before content, content before tool_calls.
+    with pytest.raises(InvalidAssistantMessage, match=r"^invalid assistant message role$"):
+        normalize_assistant_message({"role": "tool", "content": 5, "tool_calls": []})
+    with pytest.raises(InvalidAssistantMessage, match=r"^invalid assistant content$"):
+        normalize_assistant_message({"role": "assistant", "content": 5, "tool_calls": []})
+
+
+def test_accepts_empty_content_and_empty_arguments_unchanged() -> None:
+    call = {"id": "c", "type": "function", "function": {"name": "f", "arguments": ""}}
+    message = normalize_assistant_message({"role": "assistant", "content": "", "tool_calls": [call]})
+    assert message.as_dict() == {"role": "assistant", "content": "", "tool_calls": [call]}
+
+
+def test_null_tool_calls_means_no_calls() -> None:
+    message = normalize_assistant_message({"role": "assistant", "content": "x", "tool_calls": None})
+    assert message.as_dict() == {"role": "assistant", "content": "x"}
