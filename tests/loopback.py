@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 import threading
 import time
 from collections import deque
@@ -450,3 +451,42 @@ class LoopbackServer:
             writer.write(b"0\r\n\r\n")
             await writer.drain()
         writer.close()
+
+
+class BlackHole:
+    """A listening port that never completes a connection: its backlog is full, so connecting times out.
+
+    ``with BlackHole() as url: ...`` gives ``http://127.0.0.1:<port>/v1``; connects to it hang until the client's
+    connect timeout (no internet needed).
+    """
+
+    def __init__(self, fillers: int = 8) -> None:
+        self._fillers = fillers
+        self._sockets: list[socket.socket] = []
+
+    def __enter__(self) -> str:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        self._sockets.append(listener)
+        port = listener.getsockname()[1]
+        for _ in range(self._fillers):
+            filler = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            filler.setblocking(False)
+            with contextlib.suppress(BlockingIOError):
+                filler.connect(("127.0.0.1", port))
+            self._sockets.append(filler)
+        return f"http://127.0.0.1:{port}/v1"
+
+    def __exit__(self, *exc: object) -> None:
+        for sock in self._sockets:
+            sock.close()
+        self._sockets.clear()
+
+
+def free_port_url() -> str:
+    """A base URL on a port where nothing listens (connection refused)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"

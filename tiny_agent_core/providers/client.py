@@ -17,6 +17,7 @@ cancellation) ``stream.capture`` holds the raw wire record. Nothing is retried a
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -188,16 +189,29 @@ class ChatStream:
         self.result: NormalizedResponse | None = None
         """The canonical result, once the request has succeeded."""
         self._events = self._run()
+        self._started = False
+        self._ended = False
 
     def __aiter__(self) -> ChatStream:
         return self
 
     async def __anext__(self) -> ChatEvent:
+        self._started = True
         return await self._events.__anext__()
 
     async def aclose(self) -> None:
         """Stop the request now, closing the HTTP response (safe to call more than once)."""
+        self._ended = True
         await self._events.aclose()
+
+    def __del__(self) -> None:
+        if self._started and not self._ended:
+            # Left to the garbage collector, httpx's nested async generators are closed in no particular order.
+            warnings.warn(
+                "A ChatStream was abandoned without being closed; use 'async with' or contextlib.aclosing.",
+                ResourceWarning,
+                stacklevel=1,
+            )
 
     async def __aenter__(self) -> ChatStream:
         return self
@@ -273,15 +287,18 @@ class ChatStream:
                                 recorder.first_token()
                             yield delta
         except ProviderError as error:
+            self._ended = True
             self._scrub_error(error)
             recorder.failed(error_summary(error))
             self.capture = recorder.finish()
             raise
         except BaseException:
             # Cancelled, or closed early by the consumer (GeneratorExit): the response is already closed.
+            self._ended = True
             recorder.failed({"kind": "cancelled", "message": "The request was cancelled before it completed."})
             self.capture = recorder.finish()
             raise
+        self._ended = True
         self.capture = recorder.finish()
         self.result = result
         yield ChatCompleted(result, self.capture)
