@@ -1,0 +1,129 @@
+"""Byte-level framing of a v2 session file and the strict JSON reading of one line (reference notes §5.3).
+
+The committed prefix is everything up to and including the last LF; bytes after it are a torn tail and are
+ignored. Checks, in the reference's order, each raising :class:`SessionCorruption`:
+
+1. no LF at all → ``MISSING_HEADER`` (line 1);
+2. raw UTF-8-encoded surrogates (``ED A0..BF xx``) → ``MALFORMED_JSON`` at their physical line;
+3. the prefix is not strict UTF-8 → ``INVALID_UTF8`` (line 1). A leading byte-order mark is dropped, as the
+   reference's ``TextDecoder`` does;
+4. an empty first line → ``MISSING_HEADER``; an empty line → ``BLANK_LINE``; a line ending in CR →
+   ``CRLF_NOT_ALLOWED``;
+5. the line is not strict JSON → ``MALFORMED_JSON``: invalid syntax, trailing garbage, duplicate object keys at
+   any depth, an escaped lone surrogate, raw control characters in strings, ``NaN``/``Infinity``.
+
+Numbers follow JavaScript: an integer too long for Python's digit limit reads as a float (``inf`` when huge),
+like ``JSON.parse`` does, instead of failing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from tiny_agent_core.errors import SessionCorruption
+
+__all__ = ["committed_length", "decode_committed", "parse_line", "parse_line_bytes", "raw_surrogate_line"]
+
+_RAW_SURROGATE = re.compile(rb"\xed[\xa0-\xbf][\x80-\xbf]")
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE_CHAR = re.compile("[\ud800-\udfff]")
+_BOM = "\ufeff"
+
+
+class _Malformed(ValueError):
+    pass
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        raise _Malformed("duplicate key")
+    return result
+
+
+def _constant(name: str) -> Any:
+    raise _Malformed(name)
+
+
+def _js_int(text: str) -> int | float:
+    # JSON.parse reads every number as a double; Python refuses int() of more than 4300 digits.
+    return int(text) if len(text) < 4000 else float(text)
+
+
+_decode = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant).decode
+_decode_long = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant, parse_int=_js_int).decode
+
+
+def _has_surrogate(value: Any) -> bool:
+    if type(value) is str:
+        return not value.isascii() and _SURROGATE_CHAR.search(value) is not None
+    if type(value) is dict:
+        return any(_has_surrogate(key) or _has_surrogate(item) for key, item in value.items())
+    if type(value) is list:
+        return any(_has_surrogate(item) for item in value)
+    return False
+
+
+def committed_length(data: bytes) -> int:
+    """Length of the committed prefix (the reference's ``repairedLength``); ``MISSING_HEADER`` if no LF."""
+    last = data.rfind(b"\n")
+    if last < 0:
+        raise SessionCorruption("MISSING_HEADER", 1)
+    return last + 1
+
+
+def raw_surrogate_line(data: bytes | memoryview, end: int, first_line: int = 1) -> int | None:
+    """The physical line of the first raw surrogate in ``data[:end]``, or ``None``."""
+    found = _RAW_SURROGATE.search(data, 0, end)
+    if found is None:
+        return None
+    return first_line + bytes(data[: found.start()]).count(b"\n")
+
+
+def decode_committed(data: bytes, end: int) -> str:
+    """Check ``data[:end]`` for raw surrogates, decode it as strict UTF-8 and drop a leading BOM."""
+    line = raw_surrogate_line(data, end)
+    if line is not None:
+        raise SessionCorruption("MALFORMED_JSON", line)
+    try:
+        text = data[:end].decode("utf-8") if end != len(data) else data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SessionCorruption("INVALID_UTF8", 1) from None
+    return text[1:] if text.startswith(_BOM) else text
+
+
+def parse_line(source: str, line: int) -> Any:
+    """Parse one physical line (without its LF) as strict JSON; ``SessionCorruption`` on any violation."""
+    if not source:
+        raise SessionCorruption("BLANK_LINE", line)
+    if source[-1] == "\r":
+        raise SessionCorruption("CRLF_NOT_ALLOWED", line)
+    try:
+        try:
+            value = _decode(source)
+        except ValueError as error:
+            if isinstance(error, _Malformed | json.JSONDecodeError):
+                raise
+            value = _decode_long(source)  # the integer digit limit: read like JavaScript does
+    except (ValueError, RecursionError):
+        raise SessionCorruption("MALFORMED_JSON", line) from None
+    if _ESCAPED_SURROGATE.search(source) is not None and _has_surrogate(value):
+        raise SessionCorruption("MALFORMED_JSON", line)
+    return value
+
+
+def parse_line_bytes(raw: bytes, line: int) -> Any:
+    """Parse one line given as bytes (no LF), with the byte-level checks of a whole file applied to it.
+
+    Raw surrogates give ``MALFORMED_JSON`` at ``line``; invalid UTF-8 gives ``INVALID_UTF8`` at line 1, as the
+    reducer reports it for the whole file.
+    """
+    if _RAW_SURROGATE.search(raw) is not None:
+        raise SessionCorruption("MALFORMED_JSON", line)
+    try:
+        source = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SessionCorruption("INVALID_UTF8", 1) from None
+    return parse_line(source, line)

@@ -1,0 +1,418 @@
+"""The reduced state of a v2 session (reference notes §5.7) and its golden JSON form.
+
+:class:`SessionState` is mutable: the reducer (:mod:`tiny_agent_core.session.reducer`) applies one transaction at
+a time to it, in place, and undoes a rejected transaction. Besides the public fields of the reference's
+``SessionState`` (``header``, ``transcript``, ``active_context``, ``usage``, ``operation``,
+``repaired_length``) it keeps the indexes that make every check O(1) in the session length; those are private to
+the reducer. Treat everything reachable from a state as read-only: messages and tool arguments are the parsed
+JSON objects themselves, not copies.
+
+:func:`state_to_json` gives the reference's golden ``state`` object (camelCase keys), e.g. for
+``tiny-agent session check``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from tiny_agent_core.usage import Usage
+
+__all__ = [
+    "IDLE",
+    "Attempt",
+    "CompactionOperation",
+    "IdleOperation",
+    "Operation",
+    "RunOperation",
+    "SessionHeader",
+    "SessionState",
+    "ToolCallState",
+    "state_to_json",
+]
+
+JsonObject = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionHeader:
+    """Line 1 of a session file, without ``kind``/``version`` (always ``"header"``/``2``)."""
+
+    id: str
+    """The session id (a UUIDv7, also the end of the file name)."""
+    created_at: int
+    """Creation time, milliseconds since the epoch."""
+    cwd: str
+    """The workspace the session was created in."""
+    provider: str
+    """Always ``"openrouter"`` in the reference."""
+    model: str
+    """The model at creation."""
+    environment_identity: str
+    """``TINY_AGENT_ENVIRONMENT_IDENTITY`` or the realpath of the workspace (§5.9)."""
+
+    def as_json(self) -> JsonObject:
+        """The reference's ``state.header`` object."""
+        return {
+            "id": self.id,
+            "createdAt": self.created_at,
+            "cwd": self.cwd,
+            "provider": self.provider,
+            "model": self.model,
+            "environmentIdentity": self.environment_identity,
+        }
+
+
+class Attempt:
+    """One model attempt of a step (``stepAttempt``); the operation's ``step`` is its latest attempt."""
+
+    __slots__ = (
+        "attempt",
+        "attempt_id",
+        "closed",
+        "configuration_digest",
+        "configuration_snapshot",
+        "context_through_entry_id",
+        "failed",
+        "operation_id",
+        "settled_entry_id",
+        "status",
+        "step_id",
+        "step_kind",
+        "stop_reason",
+    )
+
+    def __init__(
+        self,
+        operation_id: str,
+        step_id: str,
+        attempt_id: str,
+        attempt: int,
+        step_kind: str,
+        context_through_entry_id: str,
+        configuration_snapshot: JsonObject,
+        configuration_digest: str,
+    ) -> None:
+        self.operation_id = operation_id
+        self.step_id = step_id
+        self.attempt_id = attempt_id
+        self.attempt = attempt
+        self.step_kind: Literal["assistant", "compaction"] = step_kind  # type: ignore[assignment]
+        self.status: Literal["attempting", "settled", "failed"] = "attempting"
+        self.context_through_entry_id = context_through_entry_id
+        self.configuration_snapshot = configuration_snapshot
+        self.configuration_digest = configuration_digest
+        self.settled_entry_id: str | None = None
+        self.stop_reason: str | None = None
+        self.closed = False
+        """Settled, failed, or superseded by attempt 2."""
+        self.failed = False
+
+    def as_json(self) -> JsonObject:
+        """The reference's ``operation.step`` object."""
+        out: JsonObject = {
+            "operationId": self.operation_id,
+            "stepId": self.step_id,
+            "attemptId": self.attempt_id,
+            "attempt": self.attempt,
+            "stepKind": self.step_kind,
+            "status": self.status,
+            "contextThroughEntryId": self.context_through_entry_id,
+            "configurationSnapshot": self.configuration_snapshot,
+            "configurationDigest": self.configuration_digest,
+        }
+        if self.settled_entry_id is not None:
+            out["settledEntryId"] = self.settled_entry_id
+        if self.stop_reason is not None:
+            out["stopReason"] = self.stop_reason
+        return out
+
+
+class ToolCallState:
+    """A ``toolStarted`` record and whether its result entry has been written."""
+
+    __slots__ = (
+        "arguments",
+        "assistant_entry_id",
+        "environment_identity",
+        "operation",
+        "operation_id",
+        "replay",
+        "replay_key",
+        "result_entry_id",
+        "status",
+        "step_id",
+        "tool_call_id",
+        "tool_index",
+        "tool_name",
+        "tool_started_id",
+    )
+
+    def __init__(
+        self,
+        operation: RunOperation,
+        tool_started_id: str,
+        step_id: str,
+        assistant_entry_id: str,
+        tool_index: int,
+        tool_call_id: str,
+        tool_name: str,
+        arguments: JsonObject,
+        replay: str,
+        replay_key: str,
+        environment_identity: str,
+        result_entry_id: str,
+    ) -> None:
+        self.operation = operation
+        self.operation_id = operation.operation_id
+        self.tool_started_id = tool_started_id
+        self.step_id = step_id
+        self.assistant_entry_id = assistant_entry_id
+        self.tool_index = tool_index
+        self.tool_call_id = tool_call_id
+        self.tool_name = tool_name
+        self.arguments = arguments
+        self.replay: Literal["safe", "never"] = replay  # type: ignore[assignment]
+        self.replay_key = replay_key
+        self.environment_identity = environment_identity
+        self.result_entry_id = result_entry_id
+        self.status: Literal["pending", "completed"] = "pending"
+
+    def as_json(self) -> JsonObject:
+        """The reference's ``ToolCallState`` object."""
+        return {
+            "operationId": self.operation_id,
+            "toolStartedId": self.tool_started_id,
+            "stepId": self.step_id,
+            "assistantEntryId": self.assistant_entry_id,
+            "toolIndex": self.tool_index,
+            "toolCallId": self.tool_call_id,
+            "toolName": self.tool_name,
+            "arguments": self.arguments,
+            "replay": self.replay,
+            "replayKey": self.replay_key,
+            "environmentIdentity": self.environment_identity,
+            "resultEntryId": self.result_entry_id,
+            "status": self.status,
+        }
+
+
+class IdleOperation:
+    """No operation is active."""
+
+    __slots__ = ()
+    kind: Literal["idle"] = "idle"
+
+    def as_json(self) -> JsonObject:
+        """``{"kind": "idle"}``."""
+        return {"kind": "idle"}
+
+    def __repr__(self) -> str:
+        return "IDLE"
+
+
+IDLE = IdleOperation()
+"""The idle operation (a singleton)."""
+
+
+class RunOperation:
+    """A run: a user message and the model steps and tool calls it caused."""
+
+    __slots__ = (
+        "abort_requested",
+        "finished",
+        "input_entry_id",
+        "latest_step_id",
+        "operation_id",
+        "pending_tools",
+        "step",
+        "tool_calls",
+    )
+    kind: Literal["run"] = "run"
+
+    def __init__(self, operation_id: str, input_entry_id: str) -> None:
+        self.operation_id = operation_id
+        self.input_entry_id = input_entry_id
+        self.step: Attempt | None = None
+        self.tool_calls: list[ToolCallState] = []
+        self.abort_requested = False
+        self.finished = False
+        self.latest_step_id: str | None = None
+        self.pending_tools = 0
+        """How many of ``tool_calls`` are still pending (kept, never recounted)."""
+
+    @property
+    def input_through_entry_id(self) -> str:
+        """The run's input entry (the reference's ``OperationInfo.inputThroughEntryId``)."""
+        return self.input_entry_id
+
+    def as_json(self) -> JsonObject:
+        """The reference's ``operation`` object of a run."""
+        out: JsonObject = {
+            "kind": "run",
+            "operationId": self.operation_id,
+            "inputEntryId": self.input_entry_id,
+            "toolCalls": [tool.as_json() for tool in self.tool_calls],
+            "abortRequested": self.abort_requested,
+        }
+        if self.step is not None:
+            out["step"] = self.step.as_json()
+        return out
+
+
+class CompactionOperation:
+    """A compaction: a summary step whose result entry replaces the active context."""
+
+    __slots__ = (
+        "abort_requested",
+        "finished",
+        "input_through_entry_id",
+        "latest_step_id",
+        "operation_id",
+        "result_entry_id",
+        "step",
+    )
+    kind: Literal["compaction"] = "compaction"
+
+    def __init__(self, operation_id: str, input_through_entry_id: str, result_entry_id: str) -> None:
+        self.operation_id = operation_id
+        self.input_through_entry_id = input_through_entry_id
+        self.result_entry_id = result_entry_id
+        self.step: Attempt | None = None
+        self.abort_requested = False
+        self.finished = False
+        self.latest_step_id: str | None = None
+
+    def as_json(self) -> JsonObject:
+        """The reference's ``operation`` object of a compaction."""
+        out: JsonObject = {
+            "kind": "compaction",
+            "operationId": self.operation_id,
+            "inputThroughEntryId": self.input_through_entry_id,
+            "resultEntryId": self.result_entry_id,
+            "abortRequested": self.abort_requested,
+        }
+        if self.step is not None:
+            out["step"] = self.step.as_json()
+        return out
+
+
+Operation = IdleOperation | RunOperation | CompactionOperation
+
+
+class EntryInfo:
+    """What the reducer remembers about an entry fact (private to the reducer)."""
+
+    __slots__ = ("attempt_id", "entry", "message", "message_index", "operation_id", "position", "step_id")
+
+    def __init__(
+        self,
+        entry: JsonObject,
+        message: JsonObject | None,
+        position: int,
+        message_index: int,
+        operation_id: str | None = None,
+        step_id: str | None = None,
+        attempt_id: str | None = None,
+    ) -> None:
+        self.entry = entry
+        self.message = message
+        self.position = position
+        """Index among all entries, in file order."""
+        self.message_index = message_index
+        """Index among message entries, or -1 for a compaction entry."""
+        self.operation_id = operation_id
+        self.step_id = step_id
+        self.attempt_id = attempt_id
+
+
+class SessionState:
+    """A reduced session. Built by ``reduce_session`` and advanced by ``apply_transaction``."""
+
+    __slots__ = (
+        "_active_through",
+        "_attempts",
+        "_entries",
+        "_entry_ids",
+        "_ids",
+        "_message_ids",
+        "_operations",
+        "_pending_calls",
+        "_reserved",
+        "_source_digest",
+        "_steps",
+        "_tool_pairs",
+        "_tools",
+        "_usage",
+        "active_context",
+        "header",
+        "line_count",
+        "next_seq",
+        "operation",
+        "repaired_length",
+        "transcript",
+    )
+
+    def __init__(self, header: SessionHeader, repaired_length: int) -> None:
+        self.header = header
+        self.transcript: list[JsonObject] = []
+        """Every persisted message, in order."""
+        self.active_context: list[JsonObject] = []
+        """What is sent to the model after the system message (after compaction: summary + retained tail)."""
+        self.operation: Operation = IDLE
+        self.repaired_length = repaired_length
+        """Bytes of the committed prefix (everything through the last LF)."""
+        self.next_seq = 1
+        """The ``seq`` the next fact must carry."""
+        self.line_count = 1
+        """Physical lines committed so far (the header is line 1)."""
+        self._usage = [0, 0, 0, 0]
+        self._ids: set[str] = set()
+        self._reserved: dict[str, str] = {}
+        self._entries: dict[str, EntryInfo] = {}
+        self._entry_ids: list[str] = []
+        self._message_ids: list[str] = []
+        self._operations: dict[str, RunOperation | CompactionOperation] = {}
+        self._attempts: dict[str, Attempt] = {}
+        self._steps: dict[str, list[Attempt]] = {}
+        self._tools: dict[str, ToolCallState] = {}
+        self._tool_pairs: set[tuple[str, int]] = set()
+        self._active_through: str | None = None
+        self._pending_calls: set[str] = set()
+        self._source_digest: tuple[Any, int] = (hashlib.sha256(b"["), 0)
+
+    @property
+    def usage(self) -> Usage:
+        """Sum of every usage fact (model attempts and tools, any outcome)."""
+        return Usage(*self._usage)
+
+    @property
+    def fact_count(self) -> int:
+        """Facts committed so far."""
+        return self.next_seq - 1
+
+    @property
+    def session_id(self) -> str:
+        """The header id."""
+        return self.header.id
+
+    def is_reserved(self, fact_id: str) -> bool:
+        """Whether ``fact_id`` is a pre-allocated id (an operation, step, attempt or pending result id)."""
+        return fact_id in self._reserved
+
+    def is_used(self, fact_id: str) -> bool:
+        """Whether ``fact_id`` is the id of a committed fact or a reserved id."""
+        return fact_id in self._ids or fact_id in self._reserved
+
+
+def state_to_json(state: SessionState) -> JsonObject:
+    """The reference's golden ``state`` object: header, transcript, activeContext, usage, operation, length."""
+    return {
+        "header": state.header.as_json(),
+        "transcript": list(state.transcript),
+        "activeContext": list(state.active_context),
+        "usage": state.usage.as_dict(),
+        "operation": state.operation.as_json(),
+        "repairedLength": state.repaired_length,
+    }
