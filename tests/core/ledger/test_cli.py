@@ -1,0 +1,138 @@
+"""``tiny-agent sessions`` and ``tiny-agent index rebuild`` through the command line."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from tests.core.ledger.sessionfiles import SessionFile
+from tiny_agent_core.cli import main
+from tiny_agent_core.ledger import Cost, LiveRequest, connect, database_path, record_live
+
+T0 = 1_760_000_000_000
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _sessions(workspace: Path) -> tuple[SessionFile, SessionFile]:
+    older = SessionFile(workspace, 1, created_at=T0)
+    older.user("Fix the flaky test")
+    older.attempt()
+    older.answer("Done.", usage=(1200, 30, 500, 100))
+    newer = SessionFile(workspace, 2, created_at=T0 + 60_000, model="other/model")
+    newer.user("Explain the build")
+    newer.attempt()
+    return older, newer
+
+
+def test_sessions_json(capsys: pytest.CaptureFixture[str], workspace: Path, data_dir: Path) -> None:
+    older, newer = _sessions(workspace)
+    code, out, err = _run(capsys, "sessions", "--workspace", str(workspace), "--json")
+    assert (code, err) == (0, "")
+    assert out.count("\n") == 1
+    listed = json.loads(out)
+    assert [item["id"] for item in listed] == [newer.id, older.id]
+    assert listed[1] == {
+        "id": older.id,
+        "title": "Fix the flaky test",
+        "createdAt": T0,
+        "updatedAt": older.time,
+        "workspace": str(workspace.resolve()),
+        "path": str(older.path),
+        "provider": "openrouter",
+        "model": "test/model",
+        "operation": "idle",
+        "abortRequested": False,
+        "lastOutcome": "completed",
+        "facts": 6,
+        "usage": {"input": 1200, "output": 30, "cacheRead": 500, "cacheWrite": 100},
+        "requests": 1,
+        "usageUnknownRequests": 0,
+        "cost": None,
+        "costUnknownRequests": 1,
+    }
+    assert (listed[0]["operation"], listed[0]["model"], listed[0]["usageUnknownRequests"]) == ("run", "other/model", 1)
+    assert database_path().is_file()
+    assert database_path().parent == data_dir
+
+
+def test_sessions_table_shows_cost_and_unknowns(capsys: pytest.CaptureFixture[str], workspace: Path) -> None:
+    older, _newer = _sessions(workspace)
+    _run(capsys, "sessions", "--workspace", str(workspace))
+    conn = connect()
+    (attempt,) = conn.execute("SELECT attempt_id FROM requests WHERE session_id = ?", (older.id,)).fetchone()
+    record_live(conn, LiveRequest(attempt, cost=Cost(Decimal("0.00421"), "provider")))
+    conn.close()
+    code, out, _ = _run(capsys, "sessions", "--workspace", str(workspace))
+    assert code == 0
+    header, first, second = out.splitlines()
+    assert header.split() == ["ID", "CREATED", "MODEL", "STATE", "TOKENS", "COST", "TITLE"]
+    assert "Explain the build" in first
+    assert "unknown" in first
+    assert "run" in first
+    assert "$0.00421" in second
+    assert "↑1.2k ↓30 R500 W100" in second
+    assert "idle (completed)" in second
+
+
+def test_sessions_empty_workspace(capsys: pytest.CaptureFixture[str], workspace: Path) -> None:
+    assert _run(capsys, "sessions", "--workspace", str(workspace)) == (0, "No sessions.\n", "")
+    assert _run(capsys, "sessions", "--workspace", str(workspace), "--json") == (0, "[]\n", "")
+
+
+def test_sessions_warns_about_corrupt_files(capsys: pytest.CaptureFixture[str], workspace: Path) -> None:
+    _sessions(workspace)
+    bad = workspace / ".tiny-agent" / "sessions" / "bad.jsonl"
+    bad.write_bytes(b"\n")
+    code, out, err = _run(capsys, "sessions", "--workspace", str(workspace), "--json")
+    assert code == 0
+    assert len(json.loads(out)) == 2
+    assert err == f"tiny-agent: skipped {bad}: MISSING_HEADER at line 1\n"
+
+
+def test_index_rebuild_summary(capsys: pytest.CaptureFixture[str], workspace: Path, tmp_path: Path) -> None:
+    _sessions(workspace)
+    _run(capsys, "sessions", "--workspace", str(workspace))  # makes the workspace known
+    other = tmp_path / "other"
+    SessionFile(other, 7, created_at=T0).user("elsewhere")
+    bad = other / ".tiny-agent" / "sessions" / "bad.jsonl"
+    header = {
+        "kind": "header",
+        "version": 1,
+        "id": "01900000-0000-7000-8000-000000000000",
+        "createdAt": T0,
+        "cwd": "/",
+        "provider": "openrouter",
+        "model": "m",
+        "environmentIdentity": "e",
+    }
+    bad.write_bytes(json.dumps(header).encode() + b"\n")
+    code, out, err = _run(capsys, "index", "rebuild", "--workspace", str(other))
+    assert (code, err) == (0, "")
+    assert out.count("\n") == 1
+    assert json.loads(out) == {
+        "sessions": 3,
+        "requests": 2,
+        "corrupt": [{"path": str(bad), "code": "UNSUPPORTED_VERSION", "line": 1}],
+    }
+    code, out, _ = _run(capsys, "sessions", "--all", "--json")
+    assert len(json.loads(out)) == 3
+
+
+def test_newer_database_is_refused_by_commands(capsys: pytest.CaptureFixture[str], data_dir: Path) -> None:
+    data_dir.mkdir()
+    raw = sqlite3.connect(database_path())
+    raw.execute("PRAGMA user_version = 131072")  # schema major 2
+    raw.commit()
+    raw.close()
+    code, out, err = _run(capsys, "index", "rebuild")
+    assert (code, out) == (1, "")
+    assert "newer version of tiny-agent desktop" in err

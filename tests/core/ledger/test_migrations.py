@@ -1,0 +1,198 @@
+"""Schema migrations: exact tables and columns, recorded and idempotent, WAL, and the newer-version guard."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tiny_agent_core.errors import LedgerError, LedgerVersionError
+from tiny_agent_core.ledger import connect, database_path
+from tiny_agent_core.ledger import migrations as m
+
+EXPECTED_COLUMNS = {
+    "_migrations": ["name", "applied_at"],
+    "workspaces": ["id", "path", "added_at", "last_scanned_at"],
+    "sessions": [
+        "id",
+        "workspace_id",
+        "path",
+        "title",
+        "created_at",
+        "updated_at",
+        "provider",
+        "model",
+        "operation",
+        "abort_requested",
+        "last_outcome",
+        "facts",
+        "input_tokens",
+        "output_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "requests",
+        "usage_unknown_requests",
+        "cost_total",
+        "cost_unknown_requests",
+        "file_size",
+        "file_mtime_ns",
+        "indexed_at",
+    ],
+    "requests": [
+        "attempt_id",
+        "session_id",
+        "operation_id",
+        "step_id",
+        "attempt",
+        "step_kind",
+        "provider",
+        "model",
+        "input_tokens",
+        "output_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "stop_reason",
+        "error_code",
+        "outcome",
+        "started_at",
+        "finished_at",
+        "cost",
+        "cost_source",
+        "price_data_version",
+        "response_model",
+        "latency_ms",
+        "ttft_ms",
+        "http_status",
+        "error_kind",
+        "dialect_repairs",
+    ],
+    "raw_captures": ["id", "attempt_id", "captured_at", "body", "truncated", "original_size"],
+    "tool_timings": [
+        "tool_started_id",
+        "session_id",
+        "operation_id",
+        "step_id",
+        "tool_call_id",
+        "tool_name",
+        "started_at",
+        "finished_at",
+        "duration_ms",
+        "outcome",
+    ],
+}
+
+EXPECTED_INDEXES = {
+    "sessions_by_workspace_newest",
+    "sessions_newest",
+    "sessions_by_title",
+    "requests_by_session",
+    "requests_by_model",
+    "raw_captures_by_attempt",
+    "tool_timings_by_session",
+    "tool_timings_by_name",
+}
+
+NULLABLE_USAGE = ["input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost", "cost_source"]
+
+
+def _tables(conn: sqlite3.Connection) -> dict[str, list[str]]:
+    names = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+    return {name: [row[1] for row in conn.execute(f"PRAGMA table_info({name})")] for name in names}
+
+
+def test_blank_database_gets_exact_schema(conn: sqlite3.Connection) -> None:
+    assert _tables(conn) == EXPECTED_COLUMNS
+    indexes = {
+        row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")
+    }
+    assert indexes == EXPECTED_INDEXES
+
+
+def test_unknown_usage_and_cost_columns_are_nullable(conn: sqlite3.Connection) -> None:
+    info = {row[1]: row for row in conn.execute("PRAGMA table_info(requests)")}
+    for name in NULLABLE_USAGE:
+        assert info[name][3] == 0, f"{name} must be nullable: unknown is not zero"
+    assert info["cost"][2] == "TEXT"  # Decimal text, never REAL
+
+
+def test_migrations_are_recorded_in_order_and_idempotent(conn: sqlite3.Connection) -> None:
+    assert m.applied_migrations(conn) == ["m001_initial"]
+    assert [fn.__name__ for fn in m.MIGRATIONS] == ["m001_initial"]
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == m.user_version() == 1 << 16
+    assert m.migrate(conn) == []
+    again = connect()
+    try:
+        assert m.applied_migrations(again) == ["m001_initial"]
+        assert _tables(again) == EXPECTED_COLUMNS
+    finally:
+        again.close()
+
+
+def test_wal_foreign_keys_and_private_file(conn: sqlite3.Connection) -> None:
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
+    assert database_path().stat().st_mode & 0o077 == 0
+
+
+def test_newer_major_is_refused_without_writing(data_dir: Path) -> None:
+    data_dir.mkdir()
+    path = database_path()
+    raw = sqlite3.connect(path)
+    raw.execute(f"PRAGMA user_version = {(m.SCHEMA_MAJOR + 1) << 16}")
+    raw.commit()
+    raw.close()
+    with pytest.raises(LedgerVersionError, match="newer version") as info:
+        connect()
+    assert isinstance(info.value, LedgerError)
+    assert (info.value.found, info.value.supported) == (m.SCHEMA_MAJOR + 1, m.SCHEMA_MAJOR)
+    raw = sqlite3.connect(path)
+    assert raw.execute("SELECT name FROM sqlite_master").fetchall() == []  # nothing was created
+    assert raw.execute("PRAGMA journal_mode").fetchone()[0] != "wal"
+    raw.close()
+
+
+def test_newer_minor_is_accepted_and_kept(conn: sqlite3.Connection) -> None:
+    newer = m.SCHEMA_MAJOR << 16 | (m.SCHEMA_MINOR + 3)
+    conn.execute(f"PRAGMA user_version = {newer}")
+    conn.close()
+    again = connect()
+    try:
+        assert again.execute("PRAGMA user_version").fetchone()[0] == newer
+    finally:
+        again.close()
+
+
+def test_not_a_database_is_a_ledger_error(data_dir: Path) -> None:
+    data_dir.mkdir()
+    database_path().write_bytes(b"this is not a database, just text" * 100)
+    with pytest.raises(LedgerError, match="index database"):
+        connect()
+
+
+def test_migration_names_must_be_sequential() -> None:
+    def m009_skipped(conn: sqlite3.Connection) -> None:
+        raise AssertionError
+
+    def m002BadName(conn: sqlite3.Connection) -> None:
+        raise AssertionError
+
+    for fn in (m009_skipped, m002BadName):
+        with pytest.raises(ValueError, match="must be named m002_"):
+            m.migration(fn)
+    assert len(m.MIGRATIONS) == 1
+
+
+def test_failed_migration_rolls_back_and_is_not_recorded(
+    conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def m002_broken(c: sqlite3.Connection) -> None:
+        c.execute("CREATE TABLE half_done (x INTEGER)")
+        c.execute("THIS IS NOT SQL")
+
+    monkeypatch.setattr(m, "MIGRATIONS", [*m.MIGRATIONS, m002_broken])
+    with pytest.raises(LedgerError, match="migrate"):
+        m.migrate(conn)
+    assert m.applied_migrations(conn) == ["m001_initial"]
+    assert "half_done" not in _tables(conn)

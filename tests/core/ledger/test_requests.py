@@ -1,0 +1,158 @@
+"""Live request data: exact Decimal money and its source, unknown cost, captures, survival across rebuild."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from tests.core.ledger.sessionfiles import SessionFile
+from tiny_agent_core.errors import LedgerError
+from tiny_agent_core.ledger import (
+    Cost,
+    LiveRequest,
+    add_raw_capture,
+    get_request,
+    get_session,
+    raw_captures,
+    rebuild,
+    record_live,
+    redact,
+    scan_workspace,
+)
+
+T0 = 1_760_000_000_000
+
+
+def _two_requests(workspace: Path) -> tuple[SessionFile, str, str]:
+    session = SessionFile(workspace, 1, created_at=T0)
+    session.user("hi")
+    first = session.attempt()
+    session.call_read("a.txt", usage=(1000, 50, 0, 0))
+    second = session.attempt()
+    session.answer("ok", usage=(10, 5, 1000, 0))
+    return session, first, second
+
+
+def test_decimal_cost_round_trips_exactly(conn: sqlite3.Connection, workspace: Path) -> None:
+    session, first, second = _two_requests(workspace)
+    scan_workspace(conn, workspace)
+    a = Decimal("0.000123456789012345678901234567")  # more digits than a float or the default context keeps
+    b = Decimal("1E-30")
+    record_live(conn, LiveRequest(first, cost=Cost(a, "provider")))
+    record_live(conn, LiveRequest(second, cost=Cost(b, "price_table", "genai-prices 0.0.30")))
+    one = get_request(conn, first)
+    two = get_request(conn, second)
+    assert one is not None
+    assert two is not None
+    assert one.cost == Cost(a, "provider")
+    assert str(one.cost.amount) == str(a)
+    assert two.cost == Cost(b, "price_table", "genai-prices 0.0.30")
+    summary = get_session(conn, session.id)
+    assert summary is not None
+    assert summary.cost == Decimal("0.000123456789012345678901234568")
+    assert summary.cost_unknown_requests == 0
+    stored = conn.execute("SELECT cost_total, typeof(cost_total) FROM sessions").fetchone()
+    assert stored == ("0.000123456789012345678901234568", "text")
+
+
+def test_unknown_cost_is_never_zero(conn: sqlite3.Connection, workspace: Path) -> None:
+    session, first, _second = _two_requests(workspace)
+    scan_workspace(conn, workspace)
+    summary = get_session(conn, session.id)
+    assert summary is not None
+    assert (summary.cost, summary.cost_unknown_requests) == (None, 2)
+    assert summary.as_json()["cost"] is None
+    record_live(conn, LiveRequest(first, cost=Cost(Decimal("0.0025"), "override")))
+    summary = get_session(conn, session.id)
+    assert summary is not None
+    assert (summary.cost, summary.cost_unknown_requests) == (Decimal("0.0025"), 1)  # a partial total says so
+
+
+def test_cost_validation() -> None:
+    with pytest.raises(ValueError, match="finite"):
+        Cost(Decimal("NaN"), "provider")
+    with pytest.raises(ValueError, match="non-negative"):
+        Cost(Decimal("-1"), "provider")
+    with pytest.raises(ValueError, match="finite"):
+        Cost(0.1, "provider")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="source"):
+        Cost(Decimal(1), "guess")  # type: ignore[arg-type]
+
+
+def test_database_rejects_cost_without_source(conn: sqlite3.Connection, workspace: Path) -> None:
+    _session, first, _ = _two_requests(workspace)
+    scan_workspace(conn, workspace)
+    with pytest.raises(sqlite3.IntegrityError):
+        conn.execute("UPDATE requests SET cost = '1' WHERE attempt_id = ?", (first,))
+    with pytest.raises(sqlite3.IntegrityError):
+        conn.execute("UPDATE requests SET input_tokens = NULL WHERE attempt_id = ?", (first,))
+
+
+def test_live_fields_and_unknown_attempt(conn: sqlite3.Connection, workspace: Path) -> None:
+    _session, first, _ = _two_requests(workspace)
+    scan_workspace(conn, workspace)
+    record_live(conn, LiveRequest(first, latency_ms=1234, ttft_ms=210, http_status=200))
+    record_live(conn, LiveRequest(first, dialect_repairs=["missing_content"], response_model="test/model-2025"))
+    row = get_request(conn, first)
+    assert row is not None
+    assert (row.latency_ms, row.ttft_ms, row.http_status) == (1234, 210, 200)  # earlier fields kept
+    assert (row.dialect_repairs, row.response_model, row.cost) == (["missing_content"], "test/model-2025", None)
+    with pytest.raises(LedgerError, match="not in the index"):
+        record_live(conn, LiveRequest("01900000-0000-7000-8000-000000000000", latency_ms=1))
+
+
+def test_live_data_survives_rebuild_while_the_attempt_exists(conn: sqlite3.Connection, workspace: Path) -> None:
+    session, first, second = _two_requests(workspace)
+    scan_workspace(conn, workspace)
+    record_live(conn, LiveRequest(first, cost=Cost(Decimal("0.01"), "provider"), latency_ms=900, http_status=200))
+    record_live(conn, LiveRequest(second, cost=Cost(Decimal("0.02"), "provider"), ttft_ms=50))
+    add_raw_capture(conn, first, {"request": {"model": "test/model"}, "status": 200})
+    # The file loses its last request (e.g. restored from an older copy): truncate after the tool result.
+    lines = session.path.read_bytes().split(b"\n")
+    session.path.write_bytes(b"\n".join(lines[:6]) + b"\n")
+    report = rebuild(conn)
+    assert (report.sessions, report.requests) == (1, 1)
+    kept = get_request(conn, first)
+    assert kept is not None
+    assert kept.cost is not None
+    assert (kept.cost.amount, kept.latency_ms, kept.http_status) == (Decimal("0.01"), 900, 200)
+    assert raw_captures(conn, first) == [{"request": {"model": "test/model"}, "status": 200}]
+    assert get_request(conn, second) is None
+    summary = get_session(conn, session.id)
+    assert summary is not None
+    assert (summary.cost, summary.cost_unknown_requests, summary.operation) == (Decimal("0.01"), 0, "run")
+
+
+def test_raw_capture_is_redacted_and_capped(conn: sqlite3.Connection, workspace: Path) -> None:
+    _session, first, _ = _two_requests(workspace)
+    scan_workspace(conn, workspace)
+    key = "sk-or-v1-" + "a" * 40
+    payload = {
+        "headers": {"Authorization": f"Bearer {key}", "X-Api-Key": key, "content-type": "application/json"},
+        "body": {"messages": [{"role": "user", "content": f"my key is {key}"}], "max_tokens": 10},
+        "note": "custom-secret-123 here",
+    }
+    add_raw_capture(conn, first, payload, secrets=["custom-secret-123"])
+    (stored,) = raw_captures(conn, first)
+    text = json.dumps(stored)
+    assert key not in text
+    assert "custom-secret-123" not in text
+    assert stored["headers"]["content-type"] == "application/json"
+    assert stored["body"]["max_tokens"] == 10
+    add_raw_capture(conn, first, {"text": 'x"' * 10_000}, limit=1000)
+    row = conn.execute("SELECT body, truncated, original_size FROM raw_captures ORDER BY id DESC").fetchone()
+    assert len(row[0].encode()) <= 1000
+    assert row[1:] == (1, len(json.dumps({"text": 'x"' * 10_000}, separators=(",", ":"))))
+    assert json.loads(row[0])["truncated"] is True
+    with pytest.raises(LedgerError):
+        add_raw_capture(conn, "01900000-0000-7000-8000-000000000000", {})
+
+
+def test_redact_leaves_ordinary_values_alone() -> None:
+    value = {"max_tokens": 5, "tokens": ["a"], "usage": {"prompt_tokens": 3}, "list": [1, None, True]}
+    assert redact(value) == value
+    assert redact({"nested": [{"api_key": "k"}]}) == {"nested": [{"api_key": "[redacted]"}]}
