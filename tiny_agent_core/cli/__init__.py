@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from tiny_agent_core.cli import index, wire
+from tiny_agent_core.cli import chat, index, wire
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -19,6 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True)
     wire.register(subparsers)
     index.register(subparsers)
+    chat.register(subparsers)
     return parser
 
 

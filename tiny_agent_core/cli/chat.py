@@ -1,0 +1,126 @@
+"""``tiny-agent chat``: one streamed request to an OpenAI-compatible server, from the command line.
+
+``tiny-agent chat --base-url URL [--model M] [--api-key-env VAR] [--timeout SECONDS] "prompt"``
+
+- Sends one Chat Completions request (no tools) with the prompt as the only user message and the key read from
+  the environment variable VAR (default: the preset's variable, e.g. ``OPENAI_API_KEY``, when the base URL is
+  a known provider; none for local servers). Without ``--model`` the first id of ``GET /models`` is used.
+- Writes the answer text to stdout as it arrives (exactly the text; a final newline only on a terminal).
+- Success, exit 0: one JSON line on stderr
+  ``{"stopReason", "usage": {input, output, cacheRead, cacheWrite} or null, "latencyMs", "ttftMs", "requestId"}``
+  (``latencyMs`` from sending to the complete response; ``ttftMs`` to the first answer token, null if none;
+  ``requestId`` the provider's request id header, else its response id, else null).
+- Failure, exit 2: the last stderr line is ``{"error": {"kind", "message", "status"?, "retryAfter"?}}``, ``kind``
+  one of ``http_error``, ``timeout``, ``connection``, ``malformed``, ``content_filter``, ``provider_error``.
+- ``--timeout`` is the read timeout: the longest time allowed without any byte from the server.
+
+Nothing is written to disk, and the key never appears in the output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from typing import Any
+
+from tiny_agent_core.errors import ProviderError
+from tiny_agent_core.providers.client import ChatCompleted, ProviderClient, TextDelta, error_summary
+from tiny_agent_core.providers.profiles import ProviderProfile, list_models, profile_for_base_url
+from tiny_agent_core.providers.transport import Timeouts
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``chat`` subcommand."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "chat",
+        help="send one prompt to an OpenAI-compatible server and stream the answer",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("prompt", help="the user message")
+    parser.add_argument("--base-url", required=True, help="e.g. https://api.openai.com/v1 or http://localhost:11434/v1")
+    parser.add_argument("--model", help="model id (default: the first model the server lists)")
+    parser.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
+    parser.add_argument(
+        "--timeout", type=float, default=120.0, metavar="SECONDS", help="read timeout: longest silence allowed"
+    )
+    parser.set_defaults(handler=run_chat, parser=parser)
+
+
+def _fail(error: ProviderError) -> int:
+    sys.stdout.flush()
+    print(json.dumps({"error": error_summary(error)}, ensure_ascii=False), file=sys.stderr, flush=True)
+    return 2
+
+
+def _api_key(args: argparse.Namespace, profile: ProviderProfile) -> str | None:
+    variable = args.api_key_env or profile.key_env
+    if not variable:
+        return None
+    key = os.environ.get(variable, "").strip()
+    if not key and args.api_key_env:
+        args.parser.error(f"the environment variable {variable} is not set (it should hold the API key)")
+    return key or None
+
+
+async def _chat(args: argparse.Namespace, profile: ProviderProfile, key: str | None, timeouts: Timeouts) -> int:
+    async with ProviderClient() as client:
+        model = args.model
+        try:
+            if not model:
+                models = await list_models(client.http, profile, key, timeouts=timeouts)
+                if not models:
+                    raise ProviderError(f"{profile.base_url} lists no models; pass --model.")
+                model = models[0]
+            stream = client.stream_chat(
+                profile,
+                model=model,
+                messages=[{"role": "user", "content": args.prompt}],
+                api_key=key,
+                timeouts=timeouts,
+            )
+            async with stream:
+                async for event in stream:
+                    if isinstance(event, TextDelta):
+                        sys.stdout.write(event.text)
+                        sys.stdout.flush()
+                    elif isinstance(event, ChatCompleted):
+                        return _succeed(event)
+        except ProviderError as error:
+            return _fail(error)
+    raise AssertionError("unreachable: a stream ends with a result or a failure")  # pragma: no cover
+
+
+def _ms(value: float | None) -> int | None:
+    return None if value is None else round(value)
+
+
+def _succeed(event: ChatCompleted) -> int:
+    if sys.stdout.isatty():
+        sys.stdout.write("\n")
+    sys.stdout.flush()
+    response, capture = event.response, event.capture
+    summary = {
+        "stopReason": response.stop_reason,
+        "usage": response.usage.as_dict() if response.usage else None,
+        "latencyMs": _ms(capture.timings.done_ms),
+        "ttftMs": _ms(capture.timings.first_token_ms),
+        "requestId": capture.request_id or response.response_id,
+    }
+    print(json.dumps(summary), file=sys.stderr, flush=True)
+    return 0
+
+
+def run_chat(args: argparse.Namespace) -> int:
+    """Handler of ``tiny-agent chat``."""
+    if not args.prompt.strip():
+        args.parser.error("the prompt is empty")
+    if not args.timeout > 0:
+        args.parser.error("--timeout must be a positive number of seconds")
+    profile = profile_for_base_url(args.base_url)
+    key = _api_key(args, profile)
+    timeouts = Timeouts(connect=min(10.0, args.timeout), read=args.timeout, write=30.0, pool=10.0)
+    return asyncio.run(_chat(args, profile, key, timeouts))
