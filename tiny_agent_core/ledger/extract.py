@@ -1,6 +1,6 @@
 """What the index derives from one session file: the session row, its physical requests and tool timings.
 
-:func:`extract_session` validates the bytes (see :func:`_validate`) and then walks the facts once, in order
+:func:`extract_session` validates the bytes with the strict reducer and then walks the facts once, in order
 (reference notes §5.4–§5.6, §5.13): the title is the first user message, each ``stepAttempt`` is one physical
 request whose usage is the sum of the usage facts that name its attempt id (none = unknown), each
 ``toolStarted`` opens a tool timing closed by its result entry. Linear in the file size.
@@ -12,14 +12,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from tiny_agent_core.errors import SessionCorruption
+from tiny_agent_core.session import reduce_session
 from tiny_agent_core.usage import Usage
 
 TITLE_MAX = 80
 """Longest title kept in the index (characters, an ellipsis included)."""
-
-_HEADER_KEYS = frozenset({"kind", "version", "id", "createdAt", "cwd", "provider", "model", "environmentIdentity"})
-_FACT_KINDS = frozenset({"entry", "record", "usage"})
 
 
 @dataclass(slots=True)
@@ -87,93 +84,35 @@ def make_title(text: str) -> str:
     return title if len(title) <= TITLE_MAX else title[: TITLE_MAX - 1].rstrip() + "…"
 
 
-def _corrupt(code: str, line: int, seq: int | None = None) -> SessionCorruption:
-    return SessionCorruption(code, line, seq)
-
-
-def _validate(data: bytes) -> int:
-    """Validate ``data`` as a v2 session and return the committed length.
-
-    Uses the strict reducer of ``tiny_agent_core.session`` when it is available. Otherwise a minimal check:
-    framing (LF, no CR, no blank line, strict UTF-8), JSON per line, the header's exact keys and version,
-    non-empty transactions, known fact kinds and contiguous ``seq``; deeper rules are not checked then.
-    """
-    reducer = _strict_reducer()
-    if reducer is not None:
-        reducer(data)
-    last_lf = data.rfind(b"\n")
-    if last_lf < 0:
-        raise _corrupt("MISSING_HEADER", 1)
-    committed = data[: last_lf + 1]
-    if reducer is not None:
-        return len(committed)
-    try:
-        text = committed.decode("utf-8")
-    except UnicodeDecodeError:
-        raise _corrupt("INVALID_UTF8", 1) from None
-    lines = text[:-1].split("\n")
-    if not lines[0]:
-        raise _corrupt("MISSING_HEADER", 1)
-    seq = 0
-    for number, line in enumerate(lines, start=1):
-        if not line:
-            raise _corrupt("BLANK_LINE", number)
-        if line.endswith("\r"):
-            raise _corrupt("CRLF_NOT_ALLOWED", number)
-        try:
-            value = json.loads(line)
-        except ValueError:
-            raise _corrupt("MALFORMED_JSON", number) from None
-        if number == 1:
-            if not isinstance(value, dict) or set(value) != _HEADER_KEYS or value["kind"] != "header":
-                raise _corrupt("INVALID_HEADER", 1)
-            if value["version"] != 2:
-                raise _corrupt("UNSUPPORTED_VERSION", 1)
-            continue
-        facts = value if isinstance(value, list) else [value]
-        if not facts:
-            raise _corrupt("EMPTY_TRANSACTION", number)
-        for fact in facts:
-            seq += 1
-            if not isinstance(fact, dict) or fact.get("kind") not in _FACT_KINDS:
-                raise _corrupt("INVALID_FACT", number, seq)
-            if fact.get("seq") != seq:
-                raise _corrupt("SEQ_MISMATCH", number, seq)
-    return len(committed)
-
-
-def _strict_reducer() -> Any:
-    """``tiny_agent_core.session.reduce_session`` if that module provides it, else ``None``."""
-    try:
-        from tiny_agent_core import session
-    except ImportError:  # pragma: no cover - the package exists; only its contents may be missing
-        return None
-    return getattr(session, "reduce_session", None)
-
-
 def extract_session(data: bytes) -> SessionFacts:
-    """Validate a session file's bytes and derive its index rows; raises ``SessionCorruption``."""
-    committed_length = _validate(data)
-    lines = data[:committed_length].decode("utf-8").split("\n")[:-1]
-    header = json.loads(lines[0])
+    """Validate a session file's bytes with the strict reducer and derive its index rows.
+
+    Raises :class:`~tiny_agent_core.errors.SessionCorruption` (the reducer's code, line and seq) for an invalid
+    file. The header, usage totals, open operation and fact count come from the reducer's state; the walk adds
+    the title, the requests, the tool timings, the last outcome and the latest model.
+    """
+    state = reduce_session(data)
+    header = state.header
+    operation = state.operation
     result = SessionFacts(
-        id=header["id"],
-        created_at=header["createdAt"],
-        cwd=header["cwd"],
-        provider=header["provider"],
-        model=header["model"],
-        updated_at=header["createdAt"],
-        committed_length=committed_length,
+        id=header.id,
+        created_at=header.created_at,
+        cwd=header.cwd,
+        provider=header.provider,
+        model=header.model,
+        updated_at=header.created_at,
+        operation=operation.kind,
+        abort_requested=bool(getattr(operation, "abort_requested", False)),
+        facts=state.next_seq - 1,
+        usage=state.usage,
+        committed_length=state.repaired_length,
     )
     walker = _Walker(result)
-    for number, line in enumerate(lines[1:], start=2):
+    lines = data[: state.repaired_length].decode("utf-8").split("\n")[1:-1]
+    for line in lines:
         value = json.loads(line)
         for fact in value if isinstance(value, list) else [value]:
-            try:
-                walker.apply(fact, number)
-            except (KeyError, TypeError, AttributeError):
-                # Only reachable without the strict reducer (the minimal check does not know every shape).
-                raise _corrupt("INVALID_FACT", number, fact.get("seq")) from None
+            walker.apply(fact)
     return result
 
 
@@ -185,28 +124,22 @@ class _Walker:
         self.requests: dict[str, RequestFacts] = {}
         self.tools: dict[str, ToolFacts] = {}
 
-    def apply(self, fact: dict[str, Any], line: int) -> None:
-        out = self.out
-        out.facts += 1
+    def apply(self, fact: dict[str, Any]) -> None:
         timestamp = fact["timestamp"]
-        out.updated_at = max(out.updated_at, timestamp)
+        self.out.updated_at = max(self.out.updated_at, timestamp)
         kind = fact["kind"]
         if kind == "usage":
-            self._usage(fact, line)
+            self._usage(fact)
         elif kind == "entry":
             self._entry(fact["entry"], timestamp)
         elif kind == "record":
             self._record(fact["id"], fact["record"], timestamp)
 
-    def _usage(self, fact: dict[str, Any], line: int) -> None:
-        try:
+    def _usage(self, fact: dict[str, Any]) -> None:
+        request = self.requests.get(fact.get("attemptId", ""))
+        if request is not None:
             usage = Usage.from_dict(fact["usage"])
-            self.out.usage = self.out.usage + usage
-            request = self.requests.get(fact.get("attemptId", ""))
-            if request is not None:
-                request.usage = usage if request.usage is None else request.usage + usage
-        except (ValueError, KeyError, TypeError):
-            raise _corrupt("INVALID_FACT", line, fact.get("seq")) from None
+            request.usage = usage if request.usage is None else request.usage + usage
 
     def _entry(self, entry: dict[str, Any], timestamp: int) -> None:
         if entry.get("type") != "message":
@@ -241,10 +174,7 @@ class _Walker:
     def _record(self, fact_id: str, record: dict[str, Any], timestamp: int) -> None:
         out = self.out
         kind = record.get("type")
-        if kind in ("runStarted", "compactionStarted"):
-            out.operation = "run" if kind == "runStarted" else "compaction"
-            out.abort_requested = False
-        elif kind == "stepAttempt":
+        if kind == "stepAttempt":
             if record["attempt"] == 2:
                 for previous in self.out.requests:
                     if previous.step_id == record["stepId"] and previous.outcome == "open":
@@ -279,9 +209,5 @@ class _Walker:
             )
             self.tools[fact_id] = tool
             out.tools.append(tool)
-        elif kind == "abortRequested":
-            out.abort_requested = True
         elif kind == "operationFinished":
-            out.operation = "idle"
-            out.abort_requested = False
             out.last_outcome = record["outcome"]

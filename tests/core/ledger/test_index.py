@@ -279,3 +279,43 @@ def test_file_stat_is_recorded(conn: sqlite3.Connection, workspace: Path) -> Non
     stat = os.stat(session.path)
     row = conn.execute("SELECT file_size, file_mtime_ns FROM sessions").fetchone()
     assert row == (stat.st_size, stat.st_mtime_ns)
+
+
+def test_rebuild_reports_every_invalid_reference_fixture(conn: sqlite3.Connection, workspace: Path) -> None:
+    from tests.shared_data import SHARED
+
+    manifest = json.loads(shared_path(*FIXTURES, "manifest.json").read_text())
+    folder = workspace / ".tiny-agent" / "sessions"
+    folder.mkdir(parents=True)
+    expected = []
+    for item in manifest["fixtures"]:
+        outcome = json.loads(SHARED.joinpath(*FIXTURES, item["expected"]).read_text())
+        if not outcome["ok"]:
+            target = folder / f"{item['name']}.jsonl"
+            target.write_bytes(SHARED.joinpath(*FIXTURES, item["file"]).read_bytes())
+            expected.append((target, outcome["error"]["code"], outcome["error"]["line"]))
+    assert len(expected) > 20
+    report = rebuild(conn, [workspace])
+    assert (report.sessions, report.requests) == (0, 0)
+    assert sorted((c.path, c.code, c.line) for c in report.corrupt) == sorted(expected)
+
+
+def test_copied_session_file_is_reported_as_duplicate(
+    conn: sqlite3.Connection, workspace: Path, tmp_path: Path
+) -> None:
+    session = _tool_session(workspace)
+    scan_workspace(conn, workspace)
+    copy = tmp_path / "copy" / ".tiny-agent" / "sessions" / session.path.name
+    copy.parent.mkdir(parents=True)
+    copy.write_bytes(session.path.read_bytes())
+    report = scan_workspace(conn, tmp_path / "copy")
+    assert [(c.path, c.code) for c in report.corrupt] == [(copy, "DUPLICATE_SESSION_ID")]
+    summary = get_session(conn, session.id)
+    assert summary is not None
+    assert summary.path == session.path
+    session.path.unlink()  # the original is gone: the copy takes over
+    scan_workspace(conn, workspace)
+    assert scan_workspace(conn, tmp_path / "copy").corrupt == []
+    summary = get_session(conn, session.id)
+    assert summary is not None
+    assert summary.path == copy
