@@ -20,6 +20,7 @@ show ``str(error)``, which is always a sentence a user can act on::
     │   └── ProviderConnectionError    refused, reset, or closed before the response completed kind "connection"
     ├── SessionError               the session store or its files
     │   ├── SessionCorruption          the strict reducer rejected the bytes (reference code, line, seq)
+    │   ├── TransactionRejectedError   the store refused to append a transaction (nothing was written)
     │   └── SessionLockedError         the session is open for writing elsewhere
     └── LedgerError                the SQLite index / ledger
         └── LedgerVersionError         the database was written by a newer, incompatible version of the app
@@ -151,6 +152,21 @@ class SessionCorruption(SessionError):
 
     def __init__(self, code: str, line: int, seq: int | None = None, message: str | None = None) -> None:
         super().__init__(message or code)
+        self.code = code
+        self.line = line
+        self.seq = seq
+
+
+class TransactionRejectedError(SessionError):
+    """The store refused a transaction because the reducer would reject the file with it appended.
+
+    Nothing was written and the store's state is unchanged. ``code``/``line``/``seq`` are what the reducer
+    would report (a reference corruption code such as ``INVALID_TRANSITION``).
+    """
+
+    def __init__(self, code: str, line: int, seq: int | None = None) -> None:
+        where = f"line {line}" + (f", seq {seq}" if seq is not None else "")
+        super().__init__(f"Session transaction rejected: {code} ({where}); nothing was written.")
         self.code = code
         self.line = line
         self.seq = seq
