@@ -16,7 +16,9 @@ cancellation) ``stream.capture`` holds the raw wire record. Nothing is retried a
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 import warnings
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -65,6 +67,10 @@ class ChatCompleted:
 
 ChatEvent = TextDelta | ToolCallDelta | UsageReported | ChatCompleted
 """What a :class:`ChatStream` yields."""
+
+
+_LOOP_SLICE = 0.002
+"""Seconds of event processing (client and consumer) after which the stream yields to the event loop."""
 
 
 class _AsDict(Protocol):
@@ -262,8 +268,14 @@ class ChatStream:
                         accumulator = StreamAccumulator()
                         tapped = _TappedResponse(response, recorder)
                         events = EventSource(cast(httpx.Response, tapped)).aiter_sse()
+                        checkpoint = time.perf_counter()
                         try:
                             async for sse in events:
+                                if time.perf_counter() - checkpoint > _LOOP_SLICE:
+                                    # A burst of buffered events is processed without any I/O wait; let the
+                                    # rest of the event loop (the UI) run between slices.
+                                    await asyncio.sleep(0)
+                                    checkpoint = time.perf_counter()
                                 recorder.sse_event()
                                 for delta in accumulator.feed(sse.event, sse.data):
                                     if not isinstance(delta, UsageReported):
