@@ -1,13 +1,14 @@
 """The SQLite index and usage/cost ledger in the user data folder (SPEC §4, §5).
 
 Open it with :func:`connect` (WAL, foreign keys, migrations applied); keep it current with
-:func:`scan_workspace` / :func:`index_session_file`; list with :func:`list_sessions`; record what only the
-live request knows with :func:`record_live` and :func:`add_raw_capture`; recreate it with :func:`rebuild`.
+:func:`scan_workspace` / :func:`index_session_file`; list with :func:`list_sessions`; as the agent commits a
+request, :func:`record_attempt` (no file read), then :func:`record_live` and :func:`add_raw_capture` for what
+only the live request knows; recreate everything derivable with :func:`rebuild`.
 The schema is documented in :mod:`tiny_agent_core.ledger.migrations`.
 """
 
 from tiny_agent_core.ledger.database import connect, opened, transaction
-from tiny_agent_core.ledger.extract import SessionFacts, extract_session
+from tiny_agent_core.ledger.extract import RequestFacts, SessionFacts, ToolFacts, extract_session
 from tiny_agent_core.ledger.index import (
     CorruptFile,
     ScanReport,
@@ -17,6 +18,7 @@ from tiny_agent_core.ledger.index import (
     index_session_file,
     known_workspaces,
     list_sessions,
+    record_attempt,
     scan_workspace,
 )
 from tiny_agent_core.ledger.paths import data_dir, database_path, default_workspace, sessions_dir
@@ -40,10 +42,12 @@ __all__ = [
     "CostSource",
     "LiveRequest",
     "RebuildReport",
+    "RequestFacts",
     "RequestRow",
     "ScanReport",
     "SessionFacts",
     "SessionSummary",
+    "ToolFacts",
     "add_raw_capture",
     "add_workspace",
     "connect",
@@ -59,6 +63,7 @@ __all__ = [
     "opened",
     "raw_captures",
     "rebuild",
+    "record_attempt",
     "record_live",
     "redact",
     "scan_workspace",

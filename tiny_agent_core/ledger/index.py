@@ -15,11 +15,11 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from tiny_agent_core.errors import SessionCorruption
+from tiny_agent_core.errors import LedgerError, SessionCorruption
 from tiny_agent_core.ledger.database import transaction
-from tiny_agent_core.ledger.extract import SessionFacts, extract_session
+from tiny_agent_core.ledger.extract import RequestFacts, SessionFacts, extract_session
 from tiny_agent_core.ledger.paths import sessions_dir
-from tiny_agent_core.ledger.requests import decimal_from_text, refresh_cost_totals
+from tiny_agent_core.ledger.requests import decimal_from_text, refresh_request_totals
 from tiny_agent_core.usage import Usage
 
 
@@ -163,6 +163,45 @@ _UPSERT_SESSION = (
 )
 
 
+def _request_row(session_id: str, provider: str, request: RequestFacts) -> tuple[Any, ...]:
+    tokens: tuple[int | None, ...] = (None, None, None, None)
+    if request.usage is not None:
+        u = request.usage
+        tokens = (u.input, u.output, u.cache_read, u.cache_write)
+    return (
+        request.attempt_id,
+        session_id,
+        request.operation_id,
+        request.step_id,
+        request.attempt,
+        request.step_kind,
+        provider,
+        request.model,
+        *tokens,
+        request.stop_reason,
+        request.error_code,
+        request.outcome,
+        request.started_at,
+        request.finished_at,
+    )
+
+
+def record_attempt(conn: sqlite3.Connection, session_id: str, request: RequestFacts) -> None:
+    """Record (or update) one request of an indexed session as the agent commits it, without reading the file.
+
+    The live path's O(1) alternative to :func:`index_session_file`: call it after committing a ``stepAttempt``
+    (and again after its closing facts), then :func:`~tiny_agent_core.ledger.requests.record_live`. The session's
+    token totals catch up at the next scan (the file changed); its request counts and cost are refreshed now.
+    Raises ``LedgerError`` when the session is not indexed.
+    """
+    with transaction(conn):
+        row = conn.execute("SELECT provider FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        if row is None:
+            raise LedgerError(f"Session {session_id} is not in the index; index its file first.")
+        conn.execute(_UPSERT_REQUEST, _request_row(session_id, str(row[0]), request))
+        refresh_request_totals(conn, session_id)
+
+
 def write_session(
     conn: sqlite3.Connection, workspace_id: int, path: Path, size: int, mtime_ns: int, facts: SessionFacts
 ) -> None:
@@ -209,31 +248,7 @@ def write_session(
         if attempt_id not in keep
     ]
     conn.executemany("DELETE FROM requests WHERE attempt_id = ?", [(attempt_id,) for attempt_id in stale])
-    rows = []
-    for request in facts.requests:
-        tokens: tuple[int | None, ...] = (None, None, None, None)
-        if request.usage is not None:
-            u = request.usage
-            tokens = (u.input, u.output, u.cache_read, u.cache_write)
-        rows.append(
-            (
-                request.attempt_id,
-                facts.id,
-                request.operation_id,
-                request.step_id,
-                request.attempt,
-                request.step_kind,
-                facts.provider,
-                request.model,
-                *tokens,
-                request.stop_reason,
-                request.error_code,
-                request.outcome,
-                request.started_at,
-                request.finished_at,
-            )
-        )
-    conn.executemany(_UPSERT_REQUEST, rows)
+    conn.executemany(_UPSERT_REQUEST, [_request_row(facts.id, facts.provider, r) for r in facts.requests])
     conn.execute("DELETE FROM tool_timings WHERE session_id = ?", (facts.id,))
     conn.executemany(
         "INSERT INTO tool_timings (tool_started_id, session_id, operation_id, step_id, tool_call_id, tool_name, "
@@ -254,7 +269,7 @@ def write_session(
             for tool in facts.tools
         ],
     )
-    refresh_cost_totals(conn, facts.id)
+    refresh_request_totals(conn, facts.id)
 
 
 def _index_file(

@@ -153,16 +153,20 @@ def record_live(conn: sqlite3.Connection, live: LiveRequest) -> None:
                 f"UPDATE requests SET {assignments} WHERE attempt_id = ?",
                 (*columns.values(), live.attempt_id),
             )
-        refresh_cost_totals(conn, str(row[0]))
+        refresh_request_totals(conn, str(row[0]))
 
 
-def refresh_cost_totals(conn: sqlite3.Connection, session_id: str) -> None:
-    """Recompute a session's ``cost_total`` / ``cost_unknown_requests`` from its requests, exactly (Decimal)."""
+def refresh_request_totals(conn: sqlite3.Connection, session_id: str) -> None:
+    """Recompute a session's request counts and its exact (Decimal) cost total from its ``requests`` rows."""
     known: list[Decimal] = []
-    unknown = 0
-    for (cost,) in conn.execute("SELECT cost FROM requests WHERE session_id = ?", (session_id,)):
+    count = unknown_cost = unknown_usage = 0
+    for cost, input_tokens in conn.execute(
+        "SELECT cost, input_tokens FROM requests WHERE session_id = ?", (session_id,)
+    ):
+        count += 1
+        unknown_usage += input_tokens is None
         if cost is None:
-            unknown += 1
+            unknown_cost += 1
         else:
             known.append(decimal_from_text(cost))
     if known:
@@ -170,10 +174,11 @@ def refresh_cost_totals(conn: sqlite3.Connection, session_id: str) -> None:
             context.prec = 60  # far beyond any realistic sum: addition stays exact
             total: str | None = str(sum(known, Decimal(0)))
     else:
-        total = "0" if unknown == 0 else None
+        total = "0" if unknown_cost == 0 else None
     conn.execute(
-        "UPDATE sessions SET cost_total = ?, cost_unknown_requests = ? WHERE id = ?",
-        (total, unknown, session_id),
+        "UPDATE sessions SET requests = ?, usage_unknown_requests = ?, cost_total = ?, cost_unknown_requests = ? "
+        "WHERE id = ?",
+        (count, unknown_usage, total, unknown_cost, session_id),
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -30,3 +31,15 @@ def test_blank_override_falls_back_to_platformdirs(tmp_path: Path, monkeypatch: 
     monkeypatch.setenv("TINY_AGENT_DATA_DIR", "  ")
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     assert data_dir().name == "tiny-agent-desktop"
+
+
+def test_public_api_is_exported() -> None:
+    import tiny_agent_core.ledger as ledger
+
+    assert ledger.__all__ == sorted(ledger.__all__)
+    public = {
+        name
+        for name, value in vars(ledger).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+    }
+    assert public == set(ledger.__all__)

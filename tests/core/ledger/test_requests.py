@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 
@@ -14,15 +15,19 @@ from tiny_agent_core.errors import LedgerError
 from tiny_agent_core.ledger import (
     Cost,
     LiveRequest,
+    RequestFacts,
     add_raw_capture,
     get_request,
     get_session,
+    index_session_file,
     raw_captures,
     rebuild,
+    record_attempt,
     record_live,
     redact,
     scan_workspace,
 )
+from tiny_agent_core.usage import Usage
 
 T0 = 1_760_000_000_000
 
@@ -156,3 +161,29 @@ def test_redact_leaves_ordinary_values_alone() -> None:
     value = {"max_tokens": 5, "tokens": ["a"], "usage": {"prompt_tokens": 3}, "list": [1, None, True]}
     assert redact(value) == value
     assert redact({"nested": [{"api_key": "k"}]}) == {"nested": [{"api_key": "[redacted]"}]}
+
+
+def test_record_attempt_live_path_then_rescan(conn: sqlite3.Connection, workspace: Path) -> None:
+    session = SessionFile(workspace, 5, created_at=T0)
+    index_session_file(conn, session.path)  # the agent indexes the new (header-only) session once
+    session.user("hello")
+    attempt_id = session.attempt()
+    start = RequestFacts(attempt_id, session.operation_id, session.step_id, 1, "assistant", "test/model", session.time)
+    record_attempt(conn, session.id, start)
+    record_live(conn, LiveRequest(attempt_id, ttft_ms=120))
+    session.answer("hi", usage=(7, 3, 0, 0))
+    done = replace(start, usage=Usage(7, 3), stop_reason="stop", outcome="settled", finished_at=session.time - 1)
+    record_attempt(conn, session.id, done)
+    record_live(conn, LiveRequest(attempt_id, cost=Cost(Decimal("0.00007"), "price_table", "prices-2026-08")))
+    summary = get_session(conn, session.id)
+    assert summary is not None
+    assert (summary.requests, summary.usage_unknown_requests, summary.cost) == (1, 0, Decimal("0.00007"))
+    scan_workspace(conn, workspace)  # the file changed: the row catches up, live data stays
+    summary = get_session(conn, session.id)
+    assert summary is not None
+    assert (summary.usage, summary.title, summary.cost) == (Usage(7, 3), "hello", Decimal("0.00007"))
+    row = get_request(conn, attempt_id)
+    assert row is not None
+    assert (row.ttft_ms, row.outcome, row.usage) == (120, "settled", Usage(7, 3))
+    with pytest.raises(LedgerError, match="not in the index"):
+        record_attempt(conn, "01900000-0000-7000-8000-000000000000", start)
