@@ -294,10 +294,16 @@ def _index_file(
 
 
 def scan_workspace(conn: sqlite3.Connection, workspace: Path, *, force: bool = False) -> ScanReport:
-    """Bring a workspace's rows up to date with its session files (``force``: re-read every file)."""
+    """Bring a workspace's rows up to date with its session files (``force``: re-read every file).
+
+    A folder without ``.tiny-agent/sessions`` that the index does not know yet is not added to it.
+    """
     report = ScanReport()
     resolved = resolve_workspace(workspace)
     folder = sessions_dir(resolved)
+    known_row = conn.execute("SELECT id FROM workspaces WHERE path = ?", (str(resolved),)).fetchone()
+    if known_row is None and not folder.is_dir():
+        return report
     with transaction(conn):
         workspace_id = add_workspace(conn, resolved)
         known = {

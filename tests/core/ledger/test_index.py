@@ -13,9 +13,11 @@ from tests.core.ledger.sessionfiles import SessionFile
 from tests.shared_data import shared_path
 from tiny_agent_core.errors import SessionCorruption
 from tiny_agent_core.ledger import (
+    ScanReport,
     extract_session,
     get_session,
     index_session_file,
+    known_workspaces,
     list_sessions,
     rebuild,
     scan_workspace,
@@ -319,3 +321,11 @@ def test_copied_session_file_is_reported_as_duplicate(
     summary = get_session(conn, session.id)
     assert summary is not None
     assert summary.path == copy
+
+
+def test_folder_without_sessions_is_not_remembered(conn: sqlite3.Connection, workspace: Path) -> None:
+    assert scan_workspace(conn, workspace) == ScanReport()
+    assert known_workspaces(conn) == []
+    _tool_session(workspace)
+    scan_workspace(conn, workspace)
+    assert known_workspaces(conn) == [workspace.resolve()]
