@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 from tiny_agent_core.errors import ProviderError
@@ -36,13 +37,19 @@ async def run_chat(
         api_key=TEST_KEY,
         timeouts=timeouts,
     )
+    failure: ProviderError | None = None
     try:
         async with stream:
             async for event in stream:
                 events.append(event)
     except ProviderError as error:
-        return events, stream, error
-    return events, stream, None
+        failure = error
+    # Every request any test makes: the key never reaches the capture or the error.
+    assert stream.capture is not None
+    assert TEST_KEY not in json.dumps(stream.capture.to_json())
+    assert TEST_KEY not in repr(stream.capture)
+    assert failure is None or TEST_KEY not in str(failure)
+    return events, stream, failure
 
 
 def outcome(events: list[ChatEvent], error: ProviderError | None) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.core.providers.support import outcome, run_chat, without_generated_ids
-from tests.loopback import LoopbackServer, Reply, case_sse_text, load_case
+from tests.loopback import LoopbackServer, Reply, Send, case_sse_text, load_case
 from tests.shared_data import shared_files
 from tiny_agent_core.cli.wire import normalize_bytes
 from tiny_agent_core.providers.client import ChatCompleted, ProviderClient, TextDelta, ToolCallDelta, UsageReported
@@ -96,3 +96,18 @@ async def test_body_case_over_http_equals_wire_normalize(
 
     assert "stream" not in server.requests[0].json()
     assert server.requests[1].json()["stream"] is True
+
+
+@pytest.mark.parametrize("path", SSE_CASES, ids=lambda p: p.stem)
+async def test_sse_case_split_at_arbitrary_bytes(path: Path, server: LoopbackServer, client: ProviderClient) -> None:
+    """TCP may split anywhere: mid-line, mid-event, inside a multi-byte UTF-8 character."""
+    case = load_case(path)
+    text = case_sse_text(case)
+    expected = normalize_bytes(text.encode("utf-8"), stream=True, status=200)
+    data = text.encode("utf-8")
+    reply = Reply(
+        headers={"content-type": "text/event-stream"}, steps=[Send(data[i : i + 7]) for i in range(0, len(data), 7)]
+    )
+    server.queue(reply)
+    events, _stream, error = await run_chat(client, server.base_url)
+    assert without_generated_ids(outcome(events, error)) == without_generated_ids(expected)
