@@ -22,8 +22,11 @@ show ``str(error)``, which is always a sentence a user can act on::
     │   ├── SessionCorruption          the strict reducer rejected the bytes (reference code, line, seq)
     │   ├── TransactionRejectedError   the store refused to append a transaction (nothing was written)
     │   └── SessionLockedError         the session is open for writing elsewhere
-    └── LedgerError                the SQLite index / ledger
-        └── LedgerVersionError         the database was written by a newer, incompatible version of the app
+    ├── LedgerError                the SQLite index / ledger
+    │   └── LedgerVersionError         the database was written by a newer, incompatible version of the app
+    └── AgentError                 the agent loop
+        ├── AgentBusyError             an operation is already running, or the session has an unfinished one
+        └── RecoveryBlockedError       crash recovery cannot continue safely (``reason``); the user must choose
 
 ``ProviderError.usage`` carries usage already parsed when a response was rejected after its usage was read, so
 the caller can still record what the request cost (the reference persists it with ``stepFailed``).
@@ -190,3 +193,35 @@ class LedgerVersionError(LedgerError):
         super().__init__(message)
         self.found = found
         self.supported = supported
+
+
+class AgentError(TinyAgentError):
+    """The agent loop could not start or continue an operation."""
+
+
+class AgentBusyError(AgentError):
+    """An operation is already running in this agent, or the session holds an unfinished one."""
+
+
+class RecoveryBlockedError(AgentError):
+    """Crash recovery stopped: continuing could repeat or misattribute work (reference notes §5.11).
+
+    ``reason`` is the planner's: ``configuration_changed``, ``environment_changed``,
+    ``replay_declaration_changed`` or ``attempts_exhausted``. The two ways out are to restore the configuration the
+    session was running with (model, tools, workspace) and recover again, or to abort the unfinished operation.
+    """
+
+    EXPLANATIONS: ClassVar[dict[str, str]] = {
+        "configuration_changed": "the model, system prompt or tools differ from those the interrupted step used",
+        "environment_changed": "the workspace (environment identity) differs from the one the session was started in",
+        "replay_declaration_changed": "a tool that was safe to replay is no longer declared the same way",
+        "attempts_exhausted": "the interrupted model request was already retried once",
+    }
+
+    def __init__(self, reason: str) -> None:
+        why = self.EXPLANATIONS.get(reason, reason)
+        super().__init__(
+            f"Session recovery blocked ({reason}): {why}. Restore the previous configuration and recover again, "
+            "or abort the unfinished operation."
+        )
+        self.reason = reason

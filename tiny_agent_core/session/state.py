@@ -405,6 +405,16 @@ class SessionState:
         """Whether ``fact_id`` is the id of a committed fact or a reserved id."""
         return fact_id in self._ids or fact_id in self._reserved
 
+    @property
+    def context_boundary(self) -> str | None:
+        """The entry the next attempt-1 ``stepAttempt`` must name as ``contextThroughEntryId``."""
+        return self._active_through
+
+    def entry_message(self, entry_id: str) -> JsonObject | None:
+        """The message of a committed message entry (``None`` for an unknown id or a compaction entry)."""
+        info = self._entries.get(entry_id)
+        return info.message if info is not None else None
+
 
 def state_to_json(state: SessionState) -> JsonObject:
     """The reference's golden ``state`` object: header, transcript, activeContext, usage, operation, length."""

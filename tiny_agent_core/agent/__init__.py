@@ -1,0 +1,1 @@
+"""The agent: the streamed run loop, tool execution behind the approval policy, cancel, recovery, compaction."""

@@ -1,0 +1,156 @@
+"""What the model is told: the system prompt (preamble, ``AGENTS.md``, skills) and the configuration snapshot.
+
+As the reference does (notes §7.4): only ``<workspace>/AGENTS.md`` is read, wrapped in ``<project_context>``;
+skills are ``SKILL.md`` files under ``<workspace>/.tiny-agent/skills/`` whose single-line ``name:`` and
+``description:`` frontmatter is listed (the body is never preloaded). The system prompt is rebuilt per request and
+never persisted; only its digest enters the configuration snapshot (notes §5.8), whose digest the recovery planner
+compares to decide whether an interrupted run may continue.
+
+``systemPromptDigest`` follows the TypeScript reference (the digest of the JSON string). ``adapterIdentity`` names
+this client's protocol mapping and ``routingIdentity`` is ``<provider profile>:<model>``: a session started
+elsewhere therefore recovers here only through the planner's ``configuration_changed`` choice, as between the
+reference's own languages.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tiny_agent_core.session import facts
+from tiny_agent_core.session.store import environment_identity
+from tiny_agent_core.tools.base import Tool
+from tiny_agent_core.tools.registry import definition_identity, replay_declaration
+
+ADAPTER_IDENTITY = "openai-compatible:chat-completions:v1"
+"""Names the wire protocol the requests use; part of every configuration snapshot."""
+
+_FRONTMATTER = re.compile(r"\A---\n(.*?)\n---(?:\n|\Z)", re.DOTALL)
+_FIELD = re.compile(r"^(name|description):[ \t]*(.*?)[ \t]*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Skill:
+    """A skill the model may load by reading its file."""
+
+    name: str
+    description: str
+    location: Path
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        return value[1:-1]
+    return value
+
+
+def discover_skills(workspace: Path) -> list[Skill]:
+    """Every ``SKILL.md`` under ``<workspace>/.tiny-agent/skills/``, sorted by path; unreadable files are skipped."""
+    root = workspace / ".tiny-agent" / "skills"
+    skills: list[Skill] = []
+    if not root.is_dir():
+        return skills
+    for path in sorted(root.rglob("SKILL.md")):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        fields: dict[str, str] = {}
+        match = _FRONTMATTER.match(text.replace("\r\n", "\n"))
+        if match:
+            fields = {key: _unquote(value) for key, value in _FIELD.findall(match.group(1))}
+        skills.append(Skill(fields.get("name") or path.parent.name, fields.get("description", ""), path.resolve()))
+    return skills
+
+
+def read_agents_md(workspace: Path) -> tuple[Path, str] | None:
+    """``<workspace>/AGENTS.md`` (path, text), or ``None`` when there is none."""
+    path = workspace / "AGENTS.md"
+    try:
+        return path.resolve(), path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def build_system_prompt(workspace: Path, tool_names: Sequence[str]) -> str:
+    """The system message for one request in ``workspace`` with the given tools offered."""
+    tools = ", ".join(tool_names) if tool_names else "(none)"
+    parts = [
+        "You are tiny-agent, a small coding agent working in the directory "
+        f"{workspace}. Use only the provided tools ({tools}); if a task needs a capability you do not have, "
+        "say so and explain what is missing instead of pretending. Keep changes focused, implement what was "
+        "asked, and add or run tests where that makes sense."
+    ]
+    agents = read_agents_md(workspace)
+    if agents is not None:
+        path, text = agents
+        parts.append(
+            f'<project_context>\n<project_instructions path="{path}">\n{text}\n</project_instructions>\n'
+            "</project_context>"
+        )
+    skills = discover_skills(workspace)
+    listed = "".join(
+        f"<skill><name>{s.name}</name><description>{s.description}</description><location>{s.location}</location>"
+        "</skill>"
+        for s in skills
+    )
+    parts.append(f"<available_skills>{listed or '(none)'}</available_skills>")
+    return "\n\n".join(parts)
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """The per-run configuration snapshot (notes §5.8), its digest, and the system prompt it was built from."""
+
+    snapshot: dict[str, Any]
+    digest: str
+    system_prompt: str
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        workspace: Path,
+        provider: str,
+        model: str,
+        tools: Sequence[Tool],
+        system_prompt: str | None = None,
+    ) -> Configuration:
+        """The snapshot for a run offering ``tools`` (a compaction passes its own prompt and no tools)."""
+        prompt = system_prompt if system_prompt is not None else build_system_prompt(workspace, [t.name for t in tools])
+        snapshot = facts.configuration_snapshot(
+            model=model,
+            system_prompt_digest=facts.system_prompt_digest(prompt),
+            tools=[(tool.name, _definition_digest(tool)) for tool in tools],
+            adapter_identity=ADAPTER_IDENTITY,
+            routing_identity=f"{provider}:{model}",
+        )
+        return cls(snapshot, facts.configuration_digest(snapshot), prompt)
+
+
+def _definition_digest(tool: Tool) -> str:
+    identity = definition_identity(tool)
+    return facts.tool_definition_digest(identity["name"], identity["description"], identity["parameters"])
+
+
+def current_configuration(configuration: Configuration, workspace: Path, tools: Sequence[Tool]) -> dict[str, Any]:
+    """The planner's ``current`` input: this process's configuration digest, environment and tool declarations."""
+    declarations = []
+    for tool in tools:
+        replay = replay_declaration(tool)
+        declarations.append(
+            {
+                "name": tool.name,
+                "definitionDigest": _definition_digest(tool),
+                "replay": replay.replay,
+                "replayKey": replay.replay_key,
+            }
+        )
+    return {
+        "configurationDigest": configuration.digest,
+        "environmentIdentity": environment_identity(workspace),
+        "tools": declarations,
+    }

@@ -1,0 +1,148 @@
+"""Plain-Python events the agent emits while it works, for a view (the window, the CLI) to follow.
+
+Events are immutable dataclasses delivered synchronously, in order, to an :data:`EventSink` callback. They are
+published *after* the fact they describe is durable (a ``StepFinished`` follows the committed assistant entry),
+except the streaming deltas, which describe bytes in flight. A sink must be quick and must not raise; the agent
+isolates sink failures so a broken view never breaks a run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from tiny_agent_core.messages import AssistantMessage
+from tiny_agent_core.usage import Usage
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    """A prompt was accepted and the run is durable."""
+
+    session_id: str
+    operation_id: str
+    prompt: str
+
+
+@dataclass(frozen=True)
+class StepStarted:
+    """A model request is about to be sent (``attempt`` 2 is a recovery retry)."""
+
+    step_id: str
+    attempt_id: str
+    attempt: int
+    model: str
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """Assistant text as it streams in."""
+
+    step_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallDelta:
+    """A piece of a tool call as it streams in."""
+
+    step_id: str
+    index: int
+    name: str | None
+    arguments: str
+
+
+@dataclass(frozen=True)
+class StepFinished:
+    """The model answered and the answer is durable."""
+
+    step_id: str
+    attempt_id: str
+    message: AssistantMessage
+    stop_reason: str
+    usage: Usage | None
+    """``None`` when the provider reported no usage (unknown)."""
+    cost: Decimal | None
+    """``None`` when the cost is unknown."""
+    cost_source: str | None
+    repairs: tuple[str, ...]
+    dropped: tuple[str, ...]
+    latency_ms: float | None
+    ttft_ms: float | None
+
+
+@dataclass(frozen=True)
+class ToolCallProposed:
+    """The model asked for a tool call (before any approval or execution)."""
+
+    step_id: str
+    index: int
+    call_id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class ApprovalNeeded:
+    """The approval policy asks the user before running a side-effecting call."""
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    preview: str
+
+
+@dataclass(frozen=True)
+class ToolStarted:
+    """A tool call is durable as started and begins executing."""
+
+    tool_started_id: str
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolFinished:
+    """A tool call has a durable result: ``outcome`` is ``success``, ``error`` or a synthetic reason."""
+
+    call_id: str
+    name: str
+    content: str
+    outcome: str
+    duration_ms: float | None
+
+
+@dataclass(frozen=True)
+class RunFinished:
+    """The operation ended: ``outcome`` is ``completed``, ``aborted`` or ``failed``."""
+
+    operation_id: str
+    outcome: str
+    answer: str | None = None
+    error: str | None = None
+    error_kind: str | None = None
+    retry_after: float | None = None
+    usage: Usage | None = None
+    cost: Decimal | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+AgentEvent = (
+    RunStarted
+    | StepStarted
+    | TextDelta
+    | ToolCallDelta
+    | StepFinished
+    | ToolCallProposed
+    | ApprovalNeeded
+    | ToolStarted
+    | ToolFinished
+    | RunFinished
+)
+"""Everything a view may receive."""
+
+EventSink = Callable[[AgentEvent], None]
+"""Receives events in order; must not block."""

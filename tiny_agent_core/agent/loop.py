@@ -1,0 +1,704 @@
+"""The agent: a streamed run loop that writes exactly the reference's transactions (notes §5.13, §7).
+
+One :class:`Agent` drives one open session. Every operation — a live run, a recovery after a crash, the
+reconciliation after Esc — is the same loop: ask the pure recovery planner (notes §5.11) what comes next for the
+durable state, do it, commit it, repeat until the session is idle. The live path differs from recovery only where
+the reference's live loop does:
+
+- a provider failure is committed as one transaction ``[usage?, stepFailed, operationFinished failed]`` with the
+  provider's own message;
+- a blank final answer fails with ``empty_response``, and ``length`` without calls keeps the text and fails (the
+  Python reference's choice, so a truncated answer is not lost);
+- tool calls pass the approval policy first; a denied call is a started tool with an error result.
+
+Cancel (:meth:`Agent.abort`) makes ``abortRequested`` durable first, then cancels the in-flight model stream or
+tool; a result that arrives after that is discarded (the reference's race rule) and the planner's abort branch
+closes the attempt, writes the ``interrupted``/``aborted`` synthetic results and finishes the operation.
+
+Nothing here blocks the event loop for long: appends are a write + fsync of one line, and the model stream and
+tools are awaited. Events for a view are emitted after the fact they describe is durable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from tiny_agent_core.agent.context import Configuration, current_configuration
+from tiny_agent_core.agent.events import (
+    AgentEvent,
+    ApprovalNeeded,
+    EventSink,
+    RunFinished,
+    RunStarted,
+    StepFinished,
+    StepStarted,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallProposed,
+    ToolFinished,
+    ToolStarted,
+)
+from tiny_agent_core.errors import AgentBusyError, ProviderError, RecoveryBlockedError, TinyAgentError
+from tiny_agent_core.providers import client as provider_client
+from tiny_agent_core.providers.capture import RawCapture
+from tiny_agent_core.providers.client import ChatCompleted, ProviderClient
+from tiny_agent_core.providers.openai_chat import NormalizedResponse
+from tiny_agent_core.providers.profiles import ProviderProfile
+from tiny_agent_core.providers.transport import Timeouts
+from tiny_agent_core.session import facts
+from tiny_agent_core.session.planner import plan_recovery
+from tiny_agent_core.session.store import SessionStore
+from tiny_agent_core.tools.approval import ApprovalPolicy, Approver
+from tiny_agent_core.tools.base import Tool, ToolAborted, ToolOutcome
+from tiny_agent_core.tools.registry import ToolSet, replay_declaration
+from tiny_agent_core.usage import Usage
+
+_log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+Phase = Literal["model", "tool", "compact"]
+
+
+class _Aborted(Exception):
+    """The in-flight work was cancelled by :meth:`Agent.abort` (internal control flow)."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """How an operation ended."""
+
+    outcome: Literal["completed", "aborted", "failed"]
+    answer: str | None = None
+    """The final assistant text of a completed run."""
+    error: TinyAgentError | None = None
+    """The provider error (or other failure) of a failed run."""
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """What the agent learned about one physical model request, for the ledger (apart from the session file)."""
+
+    session_id: str
+    attempt_id: str
+    provider: str
+    model: str
+    response: NormalizedResponse | None
+    error: ProviderError | None
+    capture: RawCapture | None
+    latency_ms: float | None
+    ttft_ms: float | None
+
+
+RequestRecorder = Callable[[RequestRecord], None]
+"""Receives each physical request after its outcome is committed (e.g. to write the SQLite ledger)."""
+
+Pricer = Callable[[str, str, Usage | None, Decimal | None], tuple[Decimal | None, str | None]]
+"""``(provider, model, usage, provider_cost) -> (cost, source)``; ``(None, None)`` when unknown."""
+
+
+class Agent:
+    """Runs prompts in one open session; see the module docstring for the rules.
+
+    ``tools`` are offered to the model in order; ``policy`` and ``approver`` decide which calls run.
+    ``on_event`` receives :mod:`~tiny_agent_core.agent.events` in order. ``record_request`` and ``price`` are
+    optional hooks for the ledger and the price table.
+    """
+
+    def __init__(
+        self,
+        *,
+        store: SessionStore,
+        client: ProviderClient,
+        profile: ProviderProfile,
+        model: str,
+        workspace: Path,
+        tools: Sequence[Tool],
+        policy: ApprovalPolicy,
+        approver: Approver,
+        api_key: str | None = None,
+        timeouts: Timeouts | None = None,
+        on_event: EventSink | None = None,
+        record_request: RequestRecorder | None = None,
+        price: Pricer | None = None,
+    ) -> None:
+        self.store = store
+        self.client = client
+        self.profile = profile
+        self.model = model
+        self.workspace = workspace
+        self.tools = ToolSet(tools)
+        self.policy = policy
+        self.approver = approver
+        self._api_key = api_key
+        self._timeouts = timeouts
+        self._on_event = on_event
+        self._record_request = record_request
+        self._price = price
+        self._busy = False
+        self._cancel = asyncio.Event()
+        self._work: asyncio.Task[Any] | None = None
+        self._phase: Phase = "model"
+        self._phase_call_id: str | None = None
+        self._last_outcome: RunResult | None = None
+        self._capture: RawCapture | None = None
+
+    # -- public API -------------------------------------------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        """True while an operation runs in this agent."""
+        return self._busy
+
+    async def run(self, prompt: str) -> RunResult:
+        """Run one prompt to completion (or failure, or abort). The session must be idle."""
+        if not prompt.strip():
+            raise ValueError("The prompt is empty.")
+        self._enter()
+        try:
+            if self.store.state.operation.kind != "idle":
+                raise AgentBusyError("The session has an unfinished operation; recover it before a new prompt.")
+            operation_id, entry_id = facts.new_id(), facts.new_id()
+            self.store.append(
+                [
+                    facts.user_entry(prompt, entry_id=entry_id),
+                    facts.run_started(operation_id=operation_id, input_entry_id=entry_id),
+                ]
+            )
+            self._emit(RunStarted(self.store.session_id, operation_id, prompt))
+            return await self._drive(live=True)
+        finally:
+            self._leave()
+
+    async def resume(self) -> RunResult | None:
+        """Finish an operation left open by a crash, following the planner; ``None`` when already idle.
+
+        Raises :class:`~tiny_agent_core.errors.RecoveryBlockedError` when the plan is blocked; its
+        ``reason`` says why and the caller offers the two ways out (restore the configuration, or
+        :meth:`abandon`).
+        """
+        if self.store.state.operation.kind == "idle":
+            return None
+        self._enter()
+        try:
+            return await self._drive(live=False)
+        finally:
+            self._leave()
+
+    async def abandon(self) -> RunResult:
+        """The explicit way out of a blocked recovery: abort the open operation durably."""
+        operation = self.store.state.operation
+        if operation.kind == "idle":
+            return RunResult("aborted")
+        self._enter()
+        try:
+            if not operation.abort_requested:
+                self.store.append(
+                    facts.abort_requested(
+                        operation_id=operation.operation_id,
+                        operation_kind=operation.kind,
+                        phase="compact" if operation.kind == "compaction" else "model",
+                    )
+                )
+            return await self._drive(live=False)
+        finally:
+            self._leave()
+
+    async def abort(self) -> bool:
+        """Cancel the running operation: persist ``abortRequested`` first, then cancel the work in flight.
+
+        Returns False when there is nothing to abort (idle, or already aborting).
+        """
+        operation = self.store.state.operation
+        if not self._busy or operation.kind == "idle" or operation.abort_requested:
+            return False
+        phase: Phase = "compact" if operation.kind == "compaction" else self._phase
+        self.store.append(
+            facts.abort_requested(
+                operation_id=operation.operation_id,
+                operation_kind=operation.kind,
+                phase=phase,
+                tool_call_id=self._phase_call_id if phase == "tool" else None,
+            )
+        )
+        self._cancel.set()
+        if self._work is not None and not self._work.done():
+            self._work.cancel()
+        return True
+
+    # -- the loop ---------------------------------------------------------------------------------------------
+
+    def _enter(self) -> None:
+        if self._busy:
+            raise AgentBusyError("The agent is already running an operation in this session.")
+        self._busy = True
+        self._cancel = asyncio.Event()
+        self._last_outcome = None
+
+    def _leave(self) -> None:
+        self._busy = False
+        self._work = None
+
+    def _configuration(self) -> Configuration:
+        return Configuration.build(
+            workspace=self.workspace, provider=self.profile.id, model=self.model, tools=list(self.tools.values())
+        )
+
+    async def _drive(self, *, live: bool) -> RunResult:
+        configuration = self._configuration()
+        current = current_configuration(configuration, self.workspace, list(self.tools.values()))
+        while True:
+            state = self.store.state
+            operation = state.operation
+            if operation.kind == "idle":
+                return self._finished_result()
+            plan = plan_recovery(state, current)
+            kind = plan["type"]
+            if kind == "finish":
+                self._finish(plan)
+            elif kind == "closeAttempt":
+                step = operation.step
+                assert step is not None
+                self.store.append(
+                    facts.step_failed(
+                        operation_id=operation.operation_id,
+                        step_id=step.step_id,
+                        attempt_id=step.attempt_id,
+                        code="aborted",
+                        message="Operation aborted",
+                    )
+                )
+            elif kind == "appendSynthetic":
+                self._append_synthetic(plan["results"])
+            elif kind == "startStep":
+                if plan["stepKind"] != "assistant":
+                    raise AgentBusyError("An unfinished compaction must be recovered by the compaction command.")
+                await self._model_step(
+                    configuration, plan.get("stepId"), plan["attempt"], plan["contextThroughEntryId"], live=live
+                )
+            elif kind == "startTool":
+                await self._tool_step(plan)
+            elif kind == "blocked":
+                reason = plan["reason"]
+                if reason == "attempts_exhausted" and operation.kind == "run":
+                    self.store.append(
+                        facts.operation_failed(
+                            operation_id=operation.operation_id,
+                            code="model_error",
+                            message="provider request attempts exhausted",
+                        )
+                    )
+                else:
+                    raise RecoveryBlockedError(reason)
+            else:  # pragma: no cover - the planner's plan union is closed
+                raise AssertionError(f"unknown plan {kind}")
+
+    def _finished_result(self) -> RunResult:
+        outcome = self._last_outcome
+        return outcome if outcome is not None else RunResult("completed")
+
+    def _finish(self, plan: Mapping[str, Any]) -> None:
+        operation = self.store.state.operation
+        assert operation.kind != "idle"
+        outcome = plan["outcome"]
+        if outcome == "completed":
+            self.store.append(
+                facts.operation_completed(
+                    operation_id=operation.operation_id,
+                    final_entry_id=plan["finalEntryId"],
+                    operation_kind=operation.kind,
+                    completion=plan.get("completion"),
+                )
+            )
+            answer = self._final_answer(plan["finalEntryId"])
+            self._conclude(RunResult("completed", answer=answer), operation.operation_id)
+        elif outcome == "aborted":
+            self.store.append(
+                facts.operation_aborted(operation_id=operation.operation_id, operation_kind=operation.kind)
+            )
+            self._conclude(RunResult("aborted"), operation.operation_id)
+        else:
+            error = plan["error"]
+            self.store.append(
+                facts.operation_failed(
+                    operation_id=operation.operation_id,
+                    code=error["code"],
+                    message=error["message"],
+                    operation_kind=operation.kind,
+                )
+            )
+            earlier = self._last_outcome.error if self._last_outcome is not None else None
+            failure = earlier if earlier is not None else TinyAgentError(error["message"])
+            self._conclude(RunResult("failed", error=failure), operation.operation_id)
+
+    def _final_answer(self, entry_id: str) -> str | None:
+        message = self.store.state.entry_message(entry_id)
+        content = message.get("content") if message else None
+        if isinstance(content, str) and content.strip():
+            return content.strip()
+        return "Model output was truncated." if message and message.get("tool_calls") else None
+
+    def _conclude(self, result: RunResult, operation_id: str) -> None:
+        self._last_outcome = result
+        error = result.error
+        self._emit(
+            RunFinished(
+                operation_id,
+                result.outcome,
+                answer=result.answer,
+                error=str(error) if error else None,
+                error_kind=error.kind if isinstance(error, ProviderError) else None,
+                retry_after=getattr(error, "retry_after", None),
+                usage=self.store.state.usage,
+            )
+        )
+
+    def _append_synthetic(self, results: Sequence[Mapping[str, Any]]) -> None:
+        operation = self.store.state.operation
+        assert operation.kind != "idle"
+        step = operation.step
+        assert step is not None
+        for item in results:
+            if item.get("toolStartedId"):
+                fact = facts.tool_result(
+                    step_id=step.step_id,
+                    tool_started_id=item["toolStartedId"],
+                    result_entry_id=item["resultEntryId"],
+                    tool_call_id=item["toolCallId"],
+                    tool_name=item["toolName"],
+                    content="",
+                    result="interrupted",
+                )
+                entry_id = item["resultEntryId"]
+            else:
+                entry_id = facts.new_id()
+                fact = facts.synthetic_result(
+                    step_id=step.step_id,
+                    assistant_entry_id=item["assistantEntryId"],
+                    tool_index=item["toolIndex"],
+                    tool_call_id=item["toolCallId"],
+                    tool_name=item["toolName"],
+                    reason=item["reason"],
+                    entry_id=entry_id,
+                )
+            self.store.append(fact)
+            self._emit(ToolFinished(item["toolCallId"], item["toolName"], item["content"], item["reason"], None))
+
+    # -- model steps ------------------------------------------------------------------------------------------
+
+    async def _cancellable(self, phase: Phase, work: Awaitable[T], call_id: str | None = None) -> T:
+        """Await ``work`` as a task that :meth:`abort` can cancel; raise :class:`_Aborted` if it was."""
+        if self._cancel.is_set():
+            if asyncio.iscoroutine(work):
+                work.close()
+            raise _Aborted
+        self._phase, self._phase_call_id = phase, call_id
+        task: asyncio.Task[T] = asyncio.ensure_future(work)
+        self._work = task
+        try:
+            return await task
+        except asyncio.CancelledError:
+            if self._cancel.is_set() and task.cancelled():
+                raise _Aborted from None
+            task.cancel()
+            raise
+        finally:
+            self._work = None
+            self._phase, self._phase_call_id = "model", None
+
+    async def _stream(self, messages: list[dict[str, Any]], step_id: str) -> ChatCompleted:
+        tools = self.tools.definitions() or None
+        stream = self.client.stream_chat(
+            self.profile,
+            model=self.model,
+            messages=messages,
+            tools=tools,
+            api_key=self._api_key,
+            timeouts=self._timeouts,
+        )
+        try:
+            async with stream:
+                async for event in stream:
+                    if isinstance(event, ChatCompleted):
+                        return event
+                    if isinstance(event, provider_client.TextDelta):
+                        self._emit(TextDelta(step_id, event.text))
+                    elif isinstance(event, provider_client.ToolCallDelta):
+                        self._emit(ToolCallDelta(step_id, event.index, event.name, event.arguments))
+        finally:
+            self._capture = stream.capture
+        raise ProviderError("The provider stream ended without a result.")  # pragma: no cover - client guarantees
+
+    async def _model_step(
+        self, configuration: Configuration, step_id: str | None, attempt: Literal[1, 2], context: str, *, live: bool
+    ) -> None:
+        state = self.store.state
+        operation = state.operation
+        assert operation.kind == "run"
+        step_id = step_id or facts.new_id()
+        attempt_id = facts.new_id()
+        self.store.append(
+            facts.step_attempt(
+                operation_id=operation.operation_id,
+                step_id=step_id,
+                attempt_id=attempt_id,
+                step_kind="assistant",
+                attempt=attempt,
+                context_through_entry_id=context,
+                configuration_snapshot=configuration.snapshot,
+            )
+        )
+        self._emit(StepStarted(step_id, attempt_id, attempt, self.model))
+        messages = [{"role": "system", "content": configuration.system_prompt}, *self.store.state.active_context]
+        started = time.monotonic()
+        try:
+            completed = await self._cancellable("model", self._stream(messages, step_id))
+        except _Aborted:
+            self._record(attempt_id, None, None, started)
+            return  # the planner closes the attempt (abort first)
+        except ProviderError as error:
+            self._commit_model_error(operation.operation_id, step_id, attempt_id, error, live=live)
+            self._record(attempt_id, None, error, started)
+            return
+        response = completed.response
+        if self._cancel.is_set():  # a late response loses the race with the abort: keep its usage only
+            usage_facts = self._usage_facts(operation.operation_id, attempt_id, response.usage)
+            self.store.append(
+                [
+                    *usage_facts,
+                    facts.step_failed(
+                        operation_id=operation.operation_id,
+                        step_id=step_id,
+                        attempt_id=attempt_id,
+                        code="aborted",
+                        message="Operation aborted",
+                    ),
+                ]
+            )
+            self._record(attempt_id, completed, None, started)
+            return
+        entry_id = facts.new_id()
+        self.store.append(
+            [
+                facts.assistant_entry(
+                    response.message,
+                    step_id=step_id,
+                    attempt_id=attempt_id,
+                    stop_reason=response.stop_reason,
+                    entry_id=entry_id,
+                ),
+                *self._usage_facts(operation.operation_id, attempt_id, response.usage),
+            ]
+        )
+        cost, source = self._cost(response)
+        timings = completed.capture.timings
+        self._emit(
+            StepFinished(
+                step_id,
+                attempt_id,
+                response.message,
+                response.stop_reason,
+                response.usage,
+                cost,
+                source,
+                response.repairs,
+                response.dropped,
+                timings.done_ms,
+                timings.first_token_ms,
+            )
+        )
+        self._record(attempt_id, completed, None, started)
+        for index, call in enumerate(response.message.calls):
+            self._emit(ToolCallProposed(step_id, index, call.id, call.function.name, call.function.arguments))
+        if response.message.calls:
+            return
+        content = response.message.content or ""
+        if response.stop_reason == "length":
+            self._fail(operation.operation_id, "model_error", "Model response was truncated by the output token limit.")
+        elif not content.strip():
+            self._fail(
+                operation.operation_id,
+                "empty_response",
+                f"Model returned an empty response (finish_reason: {response.stop_reason}).",
+            )
+
+    def _fail(self, operation_id: str, code: str, message: str) -> None:
+        self.store.append(facts.operation_failed(operation_id=operation_id, code=code, message=message))
+        self._conclude(RunResult("failed", error=TinyAgentError(message)), operation_id)
+
+    def _usage_facts(self, operation_id: str, attempt_id: str, usage: Usage | None) -> list[dict[str, Any]]:
+        if usage is None:
+            return []
+        return [facts.attempt_usage(operation_id=operation_id, attempt_id=attempt_id, usage=usage)]
+
+    def _commit_model_error(
+        self, operation_id: str, step_id: str, attempt_id: str, error: ProviderError, *, live: bool
+    ) -> None:
+        message = str(error) or error.__class__.__name__
+        transaction = [
+            *self._usage_facts(operation_id, attempt_id, error.usage),
+            facts.step_failed(
+                operation_id=operation_id, step_id=step_id, attempt_id=attempt_id, code="model_error", message=message
+            ),
+        ]
+        if live:
+            transaction.append(facts.operation_failed(operation_id=operation_id, code="model_error", message=message))
+        self.store.append(transaction)
+        if live:
+            self._conclude(RunResult("failed", error=error), operation_id)
+        else:
+            self._last_outcome = RunResult("failed", error=error)
+
+    def _cost(self, response: NormalizedResponse) -> tuple[Decimal | None, str | None]:
+        if self._price is None:
+            if response.provider_cost is not None:
+                return response.provider_cost, "provider"
+            return None, None
+        try:
+            return self._price(self.profile.id, self.model, response.usage, response.provider_cost)
+        except Exception:  # pricing is best effort and never fails a request
+            _log.warning("pricing failed", exc_info=True)
+            return None, None
+
+    def _record(
+        self, attempt_id: str, completed: ChatCompleted | None, error: ProviderError | None, started: float
+    ) -> None:
+        if self._record_request is None:
+            return
+        capture = completed.capture if completed is not None else self._capture
+        timings = capture.timings if capture is not None else None
+        record = RequestRecord(
+            session_id=self.store.session_id,
+            attempt_id=attempt_id,
+            provider=self.profile.id,
+            model=self.model,
+            response=completed.response if completed is not None else None,
+            error=error,
+            capture=capture,
+            latency_ms=timings.done_ms
+            if timings and timings.done_ms is not None
+            else (time.monotonic() - started) * 1000,
+            ttft_ms=timings.first_token_ms if timings else None,
+        )
+        try:
+            self._record_request(record)
+        except Exception:  # the ledger is derived data; a failure must not break the run
+            _log.warning("recording the request failed", exc_info=True)
+
+    # -- tool steps -------------------------------------------------------------------------------------------
+
+    async def _tool_step(self, plan: Mapping[str, Any]) -> None:
+        state = self.store.state
+        operation = state.operation
+        assert operation.kind == "run"
+        assert operation.step is not None
+        step_id = operation.step.step_id
+        assistant_entry_id, tool_index = plan["assistantEntryId"], plan["toolIndex"]
+        message = state.entry_message(assistant_entry_id)
+        assert message is not None
+        call_id = message["tool_calls"][tool_index]["id"]
+        name = plan["toolName"]
+        arguments: Mapping[str, Any] = plan["arguments"]
+        tool = self.tools[name]
+        if plan["mode"] == "replay":
+            started_id, result_id = (
+                plan["toolStartedId"],
+                next(t.result_entry_id for t in operation.tool_calls if t.tool_started_id == plan["toolStartedId"]),
+            )
+            await self._execute(tool, arguments, step_id, call_id, started_id, result_id)
+            return
+        decision = self.policy.decide(name, arguments)
+        if decision.needs_approval:
+            request = await self.policy.request_for(tool, arguments, call_id=call_id)
+            self._emit(ApprovalNeeded(call_id, name, dict(arguments), request.preview.text))
+        try:
+            authorization = await self._cancellable(
+                "tool", self.policy.authorize(tool, arguments, self.approver, call_id=call_id), call_id
+            )
+        except _Aborted:
+            return  # never started: the planner writes the aborted synthetic
+        declaration = replay_declaration(tool)
+        started_id, result_id = facts.new_id(), facts.new_id()
+        self.store.append(
+            facts.tool_started(
+                tool_started_id=started_id,
+                operation_id=operation.operation_id,
+                step_id=step_id,
+                assistant_entry_id=assistant_entry_id,
+                tool_index=tool_index,
+                tool_call_id=call_id,
+                tool_name=name,
+                arguments=dict(authorization.arguments),
+                replay=declaration.replay,
+                replay_key=declaration.replay_key,
+                environment_identity=self.store.state.header.environment_identity,
+                result_entry_id=result_id,
+            )
+        )
+        if not authorization.allowed:
+            self._commit_result(step_id, call_id, name, started_id, result_id, authorization.denial, None)
+            return
+        await self._execute(tool, authorization.arguments, step_id, call_id, started_id, result_id)
+
+    async def _execute(
+        self,
+        tool: Tool,
+        arguments: Mapping[str, Any],
+        step_id: str,
+        call_id: str,
+        started_id: str,
+        result_id: str,
+    ) -> None:
+        self._emit(ToolStarted(started_id, call_id, tool.name, dict(arguments)))
+        started = time.monotonic()
+        try:
+            outcome = await self._cancellable("tool", tool.execute(arguments, cancel=self._cancel), call_id)
+        except (_Aborted, ToolAborted):
+            return  # the planner writes the interrupted synthetic for the started tool
+        if self._cancel.is_set():
+            return  # a late result loses the race with the abort: discarded, interrupted instead
+        self._commit_result(step_id, call_id, tool.name, started_id, result_id, outcome, time.monotonic() - started)
+
+    def _commit_result(
+        self,
+        step_id: str,
+        call_id: str,
+        name: str,
+        started_id: str,
+        result_id: str,
+        outcome: ToolOutcome,
+        seconds: float | None,
+    ) -> None:
+        self.store.append(
+            facts.tool_result(
+                step_id=step_id,
+                tool_started_id=started_id,
+                result_entry_id=result_id,
+                tool_call_id=call_id,
+                tool_name=name,
+                content=outcome.content,
+                result=outcome.result_type,
+            )
+        )
+        self._emit(
+            ToolFinished(
+                call_id, name, outcome.content, outcome.result_type, None if seconds is None else seconds * 1000
+            )
+        )
+
+    # -- events -----------------------------------------------------------------------------------------------
+
+    def _emit(self, event: AgentEvent) -> None:
+        if self._on_event is None:
+            return
+        try:
+            self._on_event(event)
+        except Exception:  # a broken view must never break a run
+            _log.warning("event sink failed on %s", type(event).__name__, exc_info=True)
