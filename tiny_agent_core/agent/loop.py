@@ -288,21 +288,15 @@ class Agent:
             elif kind == "blocked":
                 reason = plan["reason"]
                 if reason == "attempts_exhausted" and operation.kind == "run":
-                    self.store.append(
-                        facts.operation_failed(
-                            operation_id=operation.operation_id,
-                            code="model_error",
-                            message="provider request attempts exhausted",
-                        )
-                    )
+                    self._fail(operation.operation_id, "model_error", "provider request attempts exhausted")
                 else:
                     raise RecoveryBlockedError(reason)
             else:  # pragma: no cover - the planner's plan union is closed
                 raise AssertionError(f"unknown plan {kind}")
 
     def _finished_result(self) -> RunResult:
-        outcome = self._last_outcome
-        return outcome if outcome is not None else RunResult("completed")
+        assert self._last_outcome is not None, "every path to idle concludes the operation"
+        return self._last_outcome
 
     def _finish(self, plan: Mapping[str, Any]) -> None:
         operation = self.store.state.operation

@@ -73,15 +73,19 @@ class Harness:
         messages: list[dict[str, Any]] = body["messages"]
         return messages
 
-    def records_of(self, kind: str) -> list[dict[str, Any]]:
-        """The session's record facts of one type, in order."""
+    def records_of_all(self) -> list[dict[str, Any]]:
+        """The session's record facts, in order."""
         out = []
         for line in self.store.path.read_text().splitlines()[1:]:
             value = json.loads(line)
             for fact in value if isinstance(value, list) else [value]:
-                if fact["kind"] == "record" and fact["record"]["type"] == kind:
+                if fact["kind"] == "record":
                     out.append(fact["record"])
         return out
+
+    def records_of(self, kind: str) -> list[dict[str, Any]]:
+        """The session's record facts of one type, in order."""
+        return [record for record in self.records_of_all() if record["type"] == kind]
 
 
 @pytest.fixture
