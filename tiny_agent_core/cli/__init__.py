@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from tiny_agent_core.cli import chat, index, price, wire
+from tiny_agent_core.cli import chat, index, price, session, wire
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -20,6 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     wire.register(subparsers)
     index.register(subparsers)
     chat.register(subparsers)
+    session.register(subparsers)
     price.register(subparsers)
     return parser
 

@@ -6,12 +6,23 @@ The reference rules are in ``../shared/reference/tiny-agent-notes.md`` §5. Entr
   with the reference's code, line and seq; linear in the file size;
 * :func:`apply_transaction` — advance a state by one transaction line, atomically (what the store uses);
 * :func:`state_to_json` — the reference's golden ``state`` object;
-* :func:`canonical_json` / :func:`canonical_digest` — canonical JSON and ``sha256:`` digests.
+* :func:`canonical_json` / :func:`canonical_digest` — canonical JSON and ``sha256:`` digests;
+* :func:`plan_recovery` — (state, current configuration) → the next recovery step;
+* :class:`SessionStore` — create/open/append/close session files (O(1) appends, fsync, exclusive lock);
+* :mod:`tiny_agent_core.session.facts` — builders of the facts the agent loop writes.
 """
 
-from tiny_agent_core.errors import SessionCorruption
+from tiny_agent_core.errors import SessionCorruption, SessionLockedError, TransactionRejectedError
+from tiny_agent_core.session import facts
 from tiny_agent_core.session.canonical_json import CanonicalJsonError, canonical_digest, canonical_json
-from tiny_agent_core.session.reducer import SYNTHETIC_CONTENT, apply_transaction, reduce_session
+from tiny_agent_core.session.planner import plan_recovery, validate_current
+from tiny_agent_core.session.reducer import (
+    SYNTHETIC_CONTENT,
+    StagedTransaction,
+    apply_transaction,
+    reduce_session,
+    stage_transaction,
+)
 from tiny_agent_core.session.state import (
     IDLE,
     Attempt,
@@ -24,6 +35,7 @@ from tiny_agent_core.session.state import (
     ToolCallState,
     state_to_json,
 )
+from tiny_agent_core.session.store import SessionStore, environment_identity, find_session, session_file_name
 
 __all__ = [
     "IDLE",
@@ -36,11 +48,22 @@ __all__ = [
     "RunOperation",
     "SessionCorruption",
     "SessionHeader",
+    "SessionLockedError",
     "SessionState",
+    "SessionStore",
+    "StagedTransaction",
     "ToolCallState",
+    "TransactionRejectedError",
     "apply_transaction",
     "canonical_digest",
     "canonical_json",
+    "environment_identity",
+    "facts",
+    "find_session",
+    "plan_recovery",
     "reduce_session",
+    "session_file_name",
+    "stage_transaction",
     "state_to_json",
+    "validate_current",
 ]

@@ -66,10 +66,13 @@ def _plain(value: Any, depth: int = 0) -> bool:
 def fast_canonical_json(value: Any, *, checked: bool = False) -> str:
     """Same result as :func:`canonical_json`, faster for the string-only values sessions digest.
 
-    ``checked=True`` promises that ``value`` holds only str/None/bool/safe int/list/dict with str keys (the
-    reducer validated it), which skips the type walk.
+    ``checked=True`` promises what the reducer has already validated: ``value`` holds only str/None/bool/safe
+    int/list/dict, every key is ASCII and no string holds a lone surrogate. That skips every check.
     """
-    if not checked and not _plain(value):
+    if checked:
+        text: str = _DUMPS(value)
+        return text
+    if not _plain(value):
         return canonical_json(value)
     try:
         text = _DUMPS(value)

@@ -18,18 +18,28 @@ like ``JSON.parse`` does, instead of failing.
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from typing import Any
 
 from tiny_agent_core.errors import SessionCorruption
 
-__all__ = ["committed_length", "decode_committed", "parse_line", "parse_line_bytes", "raw_surrogate_line"]
+__all__ = [
+    "check_committed",
+    "committed_length",
+    "parse_js_json",
+    "parse_line",
+    "parse_line_bytes",
+    "raw_surrogate_line",
+    "strip_bom",
+]
 
 _RAW_SURROGATE = re.compile(rb"\xed[\xa0-\xbf][\x80-\xbf]")
 _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE_CHAR = re.compile("[\ud800-\udfff]")
 _BOM = "\ufeff"
+_CHUNK = 1 << 22
 
 
 class _Malformed(ValueError):
@@ -82,16 +92,25 @@ def raw_surrogate_line(data: bytes | memoryview, end: int, first_line: int = 1) 
     return first_line + bytes(data[: found.start()]).count(b"\n")
 
 
-def decode_committed(data: bytes, end: int) -> str:
-    """Check ``data[:end]`` for raw surrogates, decode it as strict UTF-8 and drop a leading BOM."""
+def check_committed(data: bytes, end: int) -> None:
+    """Check ``data[:end]`` for raw surrogates (``MALFORMED_JSON`` at their line) and strict UTF-8
+    (``INVALID_UTF8``, line 1), in that order, without building one big string.
+    """
     line = raw_surrogate_line(data, end)
     if line is not None:
         raise SessionCorruption("MALFORMED_JSON", line)
+    decoder = codecs.getincrementaldecoder("utf-8")("strict")
+    view = memoryview(data)
     try:
-        text = data[:end].decode("utf-8") if end != len(data) else data.decode("utf-8")
+        for offset in range(0, end, _CHUNK):
+            decoder.decode(view[offset : min(end, offset + _CHUNK)], offset + _CHUNK >= end)
     except UnicodeDecodeError:
         raise SessionCorruption("INVALID_UTF8", 1) from None
-    return text[1:] if text.startswith(_BOM) else text
+
+
+def strip_bom(first_line: str) -> str:
+    """The first line without a leading byte-order mark (the reference's ``TextDecoder`` drops it)."""
+    return first_line[1:] if first_line.startswith(_BOM) else first_line
 
 
 def parse_line(source: str, line: int) -> Any:
@@ -127,3 +146,16 @@ def parse_line_bytes(raw: bytes, line: int) -> Any:
     except UnicodeDecodeError:
         raise SessionCorruption("INVALID_UTF8", 1) from None
     return parse_line(source, line)
+
+
+_decode_js = json.JSONDecoder(parse_constant=_constant, parse_int=_js_int).decode
+
+
+def parse_js_json(text: str) -> Any:
+    """Parse like JavaScript's ``JSON.parse`` (lenient: duplicate keys keep the last value, lone surrogates
+    pass); raises ``ValueError`` where it would throw. Used for tool-call argument text, as the reference does.
+    """
+    try:
+        return _decode_js(text)
+    except RecursionError as error:
+        raise ValueError("JSON nested too deeply") from error

@@ -19,13 +19,14 @@ here; nesting deeper than Python's recursion limit is ``MALFORMED_JSON`` (the re
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import re
 from typing import Any, NoReturn
 
 from tiny_agent_core.errors import SessionCorruption
 from tiny_agent_core.session.canonical_json import digest_text, fast_canonical_json
-from tiny_agent_core.session.framing import committed_length, decode_committed, parse_line, parse_line_bytes
+from tiny_agent_core.session.framing import check_committed, committed_length, parse_line, parse_line_bytes, strip_bom
 from tiny_agent_core.session.state import (
     IDLE,
     Attempt,
@@ -37,7 +38,7 @@ from tiny_agent_core.session.state import (
     ToolCallState,
 )
 
-__all__ = ["SYNTHETIC_CONTENT", "apply_transaction", "reduce_session"]
+__all__ = ["SYNTHETIC_CONTENT", "StagedTransaction", "apply_transaction", "reduce_session", "stage_transaction"]
 
 SYNTHETIC_CONTENT: dict[str, str] = {
     "invalidArguments": "Error: Tool arguments were invalid; the tool was not executed.",
@@ -325,6 +326,54 @@ def _configuration(value: Any, line: int, seq: int) -> dict[str, Any]:
     return snapshot
 
 
+_SNAPSHOT_CACHE: dict[tuple[Any, ...], tuple[str, dict[str, Any]]] = {}
+"""Digests of configuration snapshots already validated, by content (a run repeats one snapshot per step)."""
+
+
+def _snapshot_key(snapshot: Any) -> tuple[Any, ...] | None:
+    """A hashable key equal for snapshots with equal content and exactly the snapshot keys, else ``None``."""
+    if type(snapshot) is not dict or len(snapshot) != 6:
+        return None
+    try:
+        tools = snapshot["tools"]
+        if type(tools) is not list:
+            return None
+        key = (
+            snapshot["model"],
+            snapshot["systemPromptDigest"],
+            snapshot["adapterIdentity"],
+            snapshot["routingIdentity"],
+            snapshot["outputOptionsDigest"],
+            *[
+                (tool["name"], tool["definitionDigest"]) if type(tool) is dict and len(tool) == 2 else None
+                for tool in tools
+            ],
+        )
+        hash(key)
+    except (KeyError, TypeError):
+        return None
+    return key
+
+
+def _snapshot_digest(snapshot: Any, line: int, seq: int) -> tuple[str, dict[str, Any]]:
+    """Validate a ``configurationSnapshot`` (``INVALID_FACT``); return its canonical digest and a shared copy.
+
+    Memoized by content: steps repeat one snapshot, so equal snapshots share one object in the state.
+    """
+    key = _snapshot_key(snapshot)
+    if key is not None:
+        cached = _SNAPSHOT_CACHE.get(key)
+        if cached is not None:
+            return cached
+    checked = _configuration(snapshot, line, seq)
+    result = (digest_text(fast_canonical_json(checked, checked=True)), checked)
+    if key is not None:
+        if len(_SNAPSHOT_CACHE) >= 256:
+            _SNAPSHOT_CACHE.clear()
+        _SNAPSHOT_CACHE[key] = result
+    return result
+
+
 def _pending_tools(st: SessionState) -> bool:
     operation = st.operation
     return type(operation) is RunOperation and operation.pending_tools > 0
@@ -376,9 +425,7 @@ def _validate_messages(messages: list[dict[str, Any]], line: int, seq: int) -> N
             _fail("INVALID_TRANSCRIPT", line, seq)
 
 
-def _push_message(
-    st: SessionState, fact_id: str, entry: dict[str, Any], message: dict[str, Any], info: EntryInfo, j: Journal | None
-) -> bool:
+def _push_message(st: SessionState, fact_id: str, message: dict[str, Any], info: EntryInfo, j: Journal | None) -> bool:
     """Append a message entry everywhere it goes; returns True if it breaks a transcript role invariant."""
     violation = False
     pending = st._pending_calls
@@ -422,7 +469,7 @@ def _apply_entry(st: SessionState, fact: dict[str, Any], fact_id: str, line: int
             if fact_id in st._reserved:
                 _fail("DUPLICATE_ID", line, seq)
             _keys(entry, _USER_ENTRY_KEYS, "INVALID_FACT", line, seq)
-            return _push_message(st, fact_id, entry, message, EntryInfo(entry, message, position, message_index), j)
+            return _push_message(st, fact_id, message, EntryInfo(message, position, message_index), j)
         if role == "assistant":
             return _apply_assistant(st, entry, message, fact_id, position, message_index, line, seq, j)
         return _apply_tool_result(st, entry, message, fact_id, position, message_index, line, seq, j)
@@ -465,8 +512,10 @@ def _apply_assistant(
     if operation.step is attempt:
         _setattr(j, attempt, "status", "settled")
         _setattr(j, attempt, "stop_reason", stop_reason)
-    info = EntryInfo(entry, message, position, message_index, attempt.operation_id, attempt.step_id, attempt.attempt_id)
-    return _push_message(st, fact_id, entry, message, info, j)
+    info = EntryInfo(
+        message, position, message_index, attempt.operation_id, attempt.step_id, attempt.attempt_id, stop_reason
+    )
+    return _push_message(st, fact_id, message, info, j)
 
 
 def _apply_tool_result(
@@ -515,8 +564,8 @@ def _apply_tool_result(
         if message["content"] != SYNTHETIC_CONTENT[reason]:
             _fail("INVALID_TRANSCRIPT", line, seq)
         _add(j, st._tool_pairs, pair)
-        info = EntryInfo(entry, message, position, message_index, assistant.operation_id, step_id)
-        return _push_message(st, fact_id, entry, message, info, j)
+        info = EntryInfo(message, position, message_index, assistant.operation_id, step_id)
+        return _push_message(st, fact_id, message, info, j)
     if st._reserved.get(fact_id) != "toolResult":
         _fail("INVALID_REFERENCE", line, seq)
     if type(result_type) is not str or result_type not in _RESULT_TYPES:
@@ -542,8 +591,8 @@ def _apply_tool_result(
     _setattr(j, started, "status", "completed")
     _setattr(j, started.operation, "pending_tools", started.operation.pending_tools - 1)
     _remove(j, st._reserved, fact_id)
-    info = EntryInfo(entry, message, position, message_index, started.operation_id, started.step_id)
-    return _push_message(st, fact_id, entry, message, info, j)
+    info = EntryInfo(message, position, message_index, started.operation_id, started.step_id)
+    return _push_message(st, fact_id, message, info, j)
 
 
 def _apply_compaction(
@@ -612,7 +661,7 @@ def _apply_compaction(
     _setattr(j, attempt, "settled_entry_id", fact_id)
     _setattr(j, attempt, "status", "settled")
     _remove(j, st._reserved, fact_id)
-    info = EntryInfo(entry, None, len(entry_ids), -1, found.operation_id, attempt.step_id, attempt.attempt_id)
+    info = EntryInfo(None, len(entry_ids), -1, found.operation_id, attempt.step_id, attempt.attempt_id)
     _put(j, st._entries, fact_id, info)
     _append(j, entry_ids, fact_id)
 
@@ -665,9 +714,13 @@ def _compaction_started(
     retained = record.get("retainedEntryIds")
     if type(compacted) is not list or not compacted or type(retained) is not list:
         _fail("INVALID_FACT", line, seq)
-    partition = [_id(value, "INVALID_FACT", line, seq) for value in (*compacted, *retained)]
+    partition = [*compacted, *retained]
     input_index = input_info.message_index
-    if input_index < 0 or partition != st._message_ids[: input_index + 1]:
+    expected = st._message_ids[: input_index + 1] if input_index >= 0 else None
+    if partition != expected:
+        # Not the message ids: report a malformed id first, as the reference validates every id before comparing.
+        for value in partition:
+            _id(value, "INVALID_FACT", line, seq)
         _fail("INVALID_REFERENCE", line, seq)
     source_digest = record.get("sourceDigest")
     if type(source_digest) is not str or _DIGEST(source_digest) is None:
@@ -702,13 +755,9 @@ def _step_attempt(
         _fail("INVALID_REFERENCE", line, seq)
     if number == 1 and context_id != st._active_through:
         _fail("INVALID_TRANSITION", line, seq)
-    snapshot = _configuration(record.get("configurationSnapshot"), line, seq)
+    expected_digest, snapshot = _snapshot_digest(record.get("configurationSnapshot"), line, seq)
     digest = record.get("configurationDigest")
-    if (
-        type(digest) is not str
-        or _DIGEST(digest) is None
-        or digest_text(fast_canonical_json(snapshot, checked=True)) != digest
-    ):
+    if type(digest) is not str or _DIGEST(digest) is None or expected_digest != digest:
         _fail("INVALID_FACT", line, seq)
     prior = st._steps.get(step_id)
     operation = st.operation
@@ -721,7 +770,7 @@ def _step_attempt(
             if (
                 type(found) is not RunOperation
                 or settled is None
-                or settled.entry.get("stopReason") != "toolUse"
+                or settled.stop_reason != "toolUse"
                 or type(operation) is not RunOperation
                 or operation.pending_tools > 0
             ):
@@ -791,7 +840,7 @@ def _tool_started(
     if (
         assistant is None
         or assistant.message is None
-        or assistant.entry.get("stopReason") != "toolUse"
+        or assistant.stop_reason != "toolUse"
         or assistant.operation_id != found.operation_id
     ):
         _fail("INVALID_REFERENCE", line, seq)
@@ -804,7 +853,7 @@ def _tool_started(
         call is None
         or call["id"] != tool_call_id
         or call["function"]["name"] != tool_name
-        or assistant.entry.get("stepId") != record.get("stepId")
+        or assistant.step_id != record.get("stepId")
     ):
         _fail("INVALID_REFERENCE", line, seq)
     pair = (assistant_entry_id, tool_index)
@@ -887,7 +936,7 @@ def _operation_finished(
         if is_run:
             if info is None or info.operation_id != found.operation_id or info.message is None:
                 _fail("INVALID_REFERENCE", line, seq)
-            stop_reason = info.entry.get("stopReason")
+            stop_reason = info.stop_reason
             if (completion == "normal" and stop_reason != "stop") or (
                 completion == "truncated" and stop_reason != "length"
             ):
@@ -1028,12 +1077,31 @@ def _apply_value(st: SessionState, value: Any, line: int, j: Journal | None) -> 
         _fail("INVALID_TRANSCRIPT", line, st.next_seq - 1)
 
 
-def apply_transaction(state: SessionState, line: bytes, line_no: int | None = None) -> None:
-    """Apply one transaction line (its bytes without the LF) to ``state``, atomically.
+class StagedTransaction:
+    """A transaction applied to a state that can still be undone (the store writes it, then commits)."""
 
-    On success the state advances (``line_count`` and ``repaired_length`` include the line and its LF). On any
-    violation it raises :class:`SessionCorruption` with the code, line and seq the reducer would report for the
-    file with this line appended, and ``state`` is exactly as before. Cost: O(size of the line).
+    __slots__ = ("_journal", "_state")
+
+    def __init__(self, state: SessionState, journal: Journal) -> None:
+        self._state = state
+        self._journal: Journal | None = journal
+
+    def commit(self) -> None:
+        """Keep the transaction (forget how to undo it)."""
+        self._journal = None
+
+    def rollback(self) -> None:
+        """Undo the transaction: the state is exactly as before :func:`stage_transaction`."""
+        if self._journal is None:
+            raise RuntimeError("transaction already committed or rolled back")
+        _rollback(self._journal)
+        self._journal = None
+
+
+def stage_transaction(state: SessionState, line: bytes, line_no: int | None = None) -> StagedTransaction:
+    """Apply one transaction line to ``state`` and return a handle that can undo it.
+
+    Same checks and errors as :func:`apply_transaction`; on error nothing changes.
     """
     if b"\n" in line:
         raise ValueError("a transaction line must not contain LF")
@@ -1044,8 +1112,19 @@ def apply_transaction(state: SessionState, line: bytes, line_no: int | None = No
     except BaseException:
         _rollback(journal)
         raise
-    state.line_count = number
-    state.repaired_length += len(line) + 1
+    _setattr(journal, state, "line_count", number)
+    _setattr(journal, state, "repaired_length", state.repaired_length + len(line) + 1)
+    return StagedTransaction(state, journal)
+
+
+def apply_transaction(state: SessionState, line: bytes, line_no: int | None = None) -> None:
+    """Apply one transaction line (its bytes without the LF) to ``state``, atomically.
+
+    On success the state advances (``line_count`` and ``repaired_length`` include the line and its LF). On any
+    violation it raises :class:`SessionCorruption` with the code, line and seq the reducer would report for the
+    file with this line appended, and ``state`` is exactly as before. Cost: O(size of the line).
+    """
+    stage_transaction(state, line, line_no).commit()
 
 
 def _header(value: Any) -> SessionHeader:
@@ -1070,15 +1149,30 @@ def reduce_session(data: bytes) -> SessionState:
     """Reduce the bytes of a session file to its state, or raise :class:`SessionCorruption` (notes §5.3–5.7).
 
     Bytes after the last LF (a torn tail) are ignored; ``state.repaired_length`` says where the committed
-    prefix ends. The result can be advanced with :func:`apply_transaction`. Linear in ``len(data)``.
+    prefix ends. The result can be advanced with :func:`apply_transaction`. Linear in ``len(data)``; the cyclic
+    garbage collector is paused meanwhile (the state is acyclic, and re-scanning it for every batch of new
+    objects would make loading superlinear).
     """
     end = committed_length(data)
-    text = decode_committed(data, end)
-    lines = text[:-1].split("\n")
-    if not lines[0]:
+    check_committed(data, end)
+    view = memoryview(data)
+    stop = data.index(b"\n")
+    first = strip_bom(str(view[:stop], "utf-8"))
+    if not first:
         _fail("MISSING_HEADER", 1)
-    state = SessionState(_header(parse_line(lines[0], 1)), end)
-    for index in range(1, len(lines)):
-        _apply_value(state, parse_line(lines[index], index + 1), index + 1, None)
-    state.line_count = len(lines)
+    state = SessionState(_header(parse_line(first, 1)), end)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        line = 1
+        start = stop + 1
+        while start < end:
+            stop = data.index(b"\n", start)
+            line += 1
+            _apply_value(state, parse_line(str(view[start:stop], "utf-8"), line), line, None)
+            start = stop + 1
+    finally:
+        if collecting:
+            gc.enable()
+    state.line_count = line
     return state

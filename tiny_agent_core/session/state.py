@@ -304,20 +304,20 @@ Operation = IdleOperation | RunOperation | CompactionOperation
 class EntryInfo:
     """What the reducer remembers about an entry fact (private to the reducer)."""
 
-    __slots__ = ("attempt_id", "entry", "message", "message_index", "operation_id", "position", "step_id")
+    __slots__ = ("attempt_id", "message", "message_index", "operation_id", "position", "step_id", "stop_reason")
 
     def __init__(
         self,
-        entry: JsonObject,
         message: JsonObject | None,
         position: int,
         message_index: int,
         operation_id: str | None = None,
         step_id: str | None = None,
         attempt_id: str | None = None,
+        stop_reason: str | None = None,
     ) -> None:
-        self.entry = entry
         self.message = message
+        """The message of a message entry; ``None`` for a compaction entry."""
         self.position = position
         """Index among all entries, in file order."""
         self.message_index = message_index
@@ -325,6 +325,8 @@ class EntryInfo:
         self.operation_id = operation_id
         self.step_id = step_id
         self.attempt_id = attempt_id
+        self.stop_reason = stop_reason
+        """The ``stopReason`` of an assistant entry."""
 
 
 class SessionState:
@@ -409,6 +411,10 @@ class SessionState:
     def context_boundary(self) -> str | None:
         """The entry the next attempt-1 ``stepAttempt`` must name as ``contextThroughEntryId``."""
         return self._active_through
+
+    def message_entries(self) -> list[tuple[str, JsonObject]]:
+        """Every message entry as ``(entry id, message)``, in file order (a compaction's durable source)."""
+        return [(entry_id, self._entries[entry_id].message or {}) for entry_id in self._message_ids]
 
     def entry_message(self, entry_id: str) -> JsonObject | None:
         """The message of a committed message entry (``None`` for an unknown id or a compaction entry)."""

@@ -1,0 +1,382 @@
+"""The session store: create, open, append to and close v2 session files (reference notes §5.1, §5.13).
+
+Compared with the reference store this one
+
+* appends in O(size of the transaction): the candidate line is validated against the in-memory state
+  (:func:`stage_transaction`), then written, flushed and ``fsync``\\ ed; the file is never re-read or re-reduced.
+  A rejected transaction raises :class:`TransactionRejectedError` and changes neither the file nor the state;
+  a failed write or fsync truncates the partial bytes away, undoes the state and raises :class:`SessionError`;
+* holds an exclusive OS lock (``flock``) on the file while it is open for writing, so a second writer, in this
+  process or another, gets :class:`SessionLockedError`; ``read_only`` opening takes no lock and always works;
+* is durable against power loss as well as process crashes (``fsync`` of the file after every append, of the
+  directory after creating a file).
+
+Files live in ``<workspace>/.tiny-agent/sessions/<UTC stamp with ':' and '.' → '-'>_<uuidv7>.jsonl``, are
+created exclusively with mode 0600 and re-chmodded to 0600 on every writable open. Opening for writing truncates
+a torn tail (bytes after the last LF) before anything else, and requires the header id to match the file name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import re
+import stat
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from tiny_agent_core.errors import SessionCorruption, SessionError, SessionLockedError, TransactionRejectedError
+from tiny_agent_core.session.facts import new_id
+from tiny_agent_core.session.reducer import apply_transaction, reduce_session, stage_transaction
+from tiny_agent_core.session.state import SessionState
+
+__all__ = [
+    "ENVIRONMENT_IDENTITY_VARIABLE",
+    "SessionStore",
+    "environment_identity",
+    "find_session",
+    "session_file_name",
+    "sessions_directory",
+]
+
+ENVIRONMENT_IDENTITY_VARIABLE = "TINY_AGENT_ENVIRONMENT_IDENTITY"
+_UUID7_ANY_CASE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", re.IGNORECASE)
+_FILE_NAME = re.compile(r".+_([0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12})\.jsonl")
+_DUMPS = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+CommitObserver = Callable[[list[dict[str, Any]]], None]
+
+
+def environment_identity(workspace: str | os.PathLike[str], environ: Mapping[str, str] | None = None) -> str:
+    """``TINY_AGENT_ENVIRONMENT_IDENTITY`` (trimmed) if non-empty, else the realpath of ``workspace`` (§5.9)."""
+    override = (os.environ if environ is None else environ).get(ENVIRONMENT_IDENTITY_VARIABLE, "").strip()
+    return override or os.path.realpath(workspace)
+
+
+def sessions_directory(workspace: str | os.PathLike[str]) -> Path:
+    """``<workspace>/.tiny-agent/sessions`` (not resolved, not created)."""
+    return Path(workspace) / ".tiny-agent" / "sessions"
+
+
+def session_file_name(created: datetime, session_id: str) -> str:
+    """``<ISO-8601 UTC with ms, ':' and '.' → '-'>_<id>.jsonl``, e.g. ``2026-08-03T03-55-50-062Z_<id>.jsonl``."""
+    created = created.astimezone(UTC)
+    stamp = created.strftime("%Y-%m-%dT%H-%M-%S") + f"-{created.microsecond // 1000:03d}Z"
+    return f"{stamp}_{session_id}.jsonl"
+
+
+def find_session(workspace: str | os.PathLike[str], session_id: str) -> Path:
+    """The file of session ``session_id`` in ``workspace``, found as the reference does (``--session <id>``).
+
+    Exactly one regular, non-symlink file must end with ``_<id>.jsonl`` and its realpath must be inside the
+    sessions directory; otherwise :class:`SessionError` (``Invalid session ID``, ``Session not found``,
+    ``Duplicate session ID``, ``Unsafe session path``).
+    """
+    if not _UUID7_ANY_CASE.fullmatch(session_id):
+        raise SessionError(f"Invalid session ID: {session_id}")
+    try:
+        directory = Path(os.path.realpath(sessions_directory(workspace), strict=True))
+        names = [
+            entry.name
+            for entry in os.scandir(directory)
+            if entry.name.endswith(f"_{session_id}.jsonl") and entry.is_file(follow_symlinks=False)
+        ]
+    except OSError:
+        raise SessionError(f"Session not found: {session_id}") from None
+    if len(names) != 1:
+        raise SessionError(f"{'Duplicate session ID' if names else 'Session not found'}: {session_id}")
+    path = directory / names[0]
+    if Path(os.path.realpath(path)).parent != directory:
+        raise SessionError(f"Unsafe session path: {session_id}")
+    return path
+
+
+def _read_all(fd: int) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        chunk = os.read(fd, 1 << 24)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _lock(fd: int, path: Path, session_id: str) -> None:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as error:
+        if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise SessionLockedError(
+                f"Session {session_id} is open for writing elsewhere (another window or process); "
+                "it can still be opened read-only."
+            ) from None
+        raise SessionError(f"Cannot lock session file {path}: {error.strerror}") from error
+
+
+class SessionStore:
+    """One open session file: its reduced :attr:`state` and, unless read-only, the exclusive right to append.
+
+    Use :meth:`create` or :meth:`open`; close with :meth:`close` (or ``with``), which releases the lock.
+    Appends are serialized by a lock, so one store may be shared between threads.
+    """
+
+    def __init__(self, path: Path, state: SessionState, fd: int | None) -> None:
+        """Internal: use :meth:`create` or :meth:`open`."""
+        self.path = path
+        self._state = state
+        self._fd = fd
+        self._mutex = threading.Lock()
+        self._observers: list[CommitObserver] = []
+        self._closed = False
+
+    # --- opening -------------------------------------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        workspace: str | os.PathLike[str],
+        *,
+        model: str,
+        provider: str = "openrouter",
+        cwd: str | None = None,
+        environment: str | None = None,
+        now: datetime | None = None,
+        session_id: str | None = None,
+    ) -> Self:
+        """Create a new session file in ``workspace`` and open it for writing.
+
+        The header has exactly the reference's 8 keys; ``cwd`` defaults to the workspace's realpath and
+        ``environment`` to :func:`environment_identity`. The file is created exclusively with mode 0600.
+        """
+        created = now or datetime.now(UTC)
+        identifier = session_id or new_id()
+        workspace_path = os.path.realpath(workspace)
+        header = {
+            "kind": "header",
+            "version": 2,
+            "id": identifier,
+            "createdAt": int(created.timestamp() * 1000),
+            "cwd": cwd or workspace_path,
+            "provider": provider,
+            "model": model,
+            "environmentIdentity": environment or environment_identity(workspace),
+        }
+        line = (_DUMPS(header) + "\n").encode("utf-8")
+        try:
+            state = reduce_session(line)
+        except SessionCorruption as error:
+            raise ValueError(f"invalid session header ({error.code}): {header}") from error
+        requested = sessions_directory(workspace)
+        requested.mkdir(parents=True, exist_ok=True, mode=0o700)
+        directory = Path(os.path.realpath(requested))
+        path = directory / session_file_name(created, identifier)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(path, flags, 0o600)
+        try:
+            os.fchmod(fd, 0o600)
+            _lock(fd, path, identifier)
+            _write_all(fd, line)
+            os.fsync(fd)
+            _fsync_directory(directory)
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(path, state, fd)
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], *, read_only: bool = False) -> Self:
+        """Open an existing session file.
+
+        For writing (the default): take the exclusive lock (:class:`SessionLockedError` if another writer has
+        it), reduce the file (:class:`SessionCorruption` if it is corrupt), check that the header id is the id
+        in the file name, truncate a torn tail and re-chmod to 0600. ``read_only=True`` only reads and reduces;
+        a torn tail is ignored, not repaired.
+        """
+        path = Path(path)
+        match = _FILE_NAME.fullmatch(path.name)
+        if match is None:
+            raise SessionError(f"Not a session file name (expected <stamp>_<uuidv7>.jsonl): {path.name}")
+        if read_only:
+            with open(path, "rb") as handle:
+                data = handle.read()
+            state = reduce_session(data)
+            cls._check_name(state, match.group(1))
+            return cls(path, state, None)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise SessionError(f"Not a regular file: {path}")
+            _lock(fd, path, match.group(1))
+            data = _read_all(fd)
+            state = reduce_session(data)
+            cls._check_name(state, match.group(1))
+            if state.repaired_length != len(data):
+                os.ftruncate(fd, state.repaired_length)
+                os.fsync(fd)
+            os.fchmod(fd, 0o600)
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(path, state, fd)
+
+    @staticmethod
+    def _check_name(state: SessionState, name_id: str) -> None:
+        if state.header.id != name_id:
+            raise SessionError("session filename does not match header")
+
+    # --- reading -------------------------------------------------------------------------------------------------
+
+    @property
+    def state(self) -> SessionState:
+        """The reduced state after the last committed transaction (read-only by convention)."""
+        return self._state
+
+    @property
+    def session_id(self) -> str:
+        """The session id."""
+        return self._state.header.id
+
+    @property
+    def read_only(self) -> bool:
+        """Whether this store was opened without the right to append."""
+        return self._fd is None
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    def refresh(self) -> int:
+        """Read-only stores: apply the transactions another process appended since; returns how many.
+
+        O(new bytes). A corrupt new line raises :class:`SessionCorruption` and leaves the state as it was.
+        """
+        if not self.read_only:
+            return 0  # a writer already has every committed transaction
+        with open(self.path, "rb") as handle:
+            handle.seek(self._state.repaired_length)
+            data = handle.read()
+        end = data.rfind(b"\n")
+        count = 0
+        start = 0
+        while start <= end:
+            stop = data.index(b"\n", start)
+            apply_transaction(self._state, data[start:stop])
+            count += 1
+            start = stop + 1
+        return count
+
+    # --- writing -------------------------------------------------------------------------------------------------
+
+    def observe_commits(self, observer: CommitObserver) -> None:
+        """Call ``observer(facts)`` after every committed append; its exceptions are ignored (as the reference)."""
+        self._observers.append(observer)
+
+    def append(self, facts: Mapping[str, Any] | Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Append one transaction: a fact or a non-empty sequence of facts. Returns the committed facts.
+
+        Each fact gets ``seq`` (consecutive), ``timestamp`` (now, ms, the same for the whole transaction) and an
+        ``id`` (a new UUIDv7 unless it has one). The line is validated against the state first: a rejected
+        transaction raises :class:`TransactionRejectedError` and nothing changes. Then it is written as one
+        LF-terminated line (an object for one fact, an array for several), flushed and fsynced.
+        """
+        values = [facts] if isinstance(facts, Mapping) else list(facts)
+        if not values:
+            raise TransactionRejectedError("EMPTY_TRANSACTION", self._state.line_count + 1)
+        with self._mutex:
+            fd = self._writable_fd()
+            state = self._state
+            timestamp = int(time.time() * 1000)
+            committed: list[dict[str, Any]] = []
+            for index, value in enumerate(values):
+                fact: dict[str, Any] = {
+                    "kind": value.get("kind"),
+                    "seq": state.next_seq + index,
+                    "id": value.get("id") or new_id(),
+                    "timestamp": timestamp,
+                }
+                fact.update((key, item) for key, item in value.items() if key not in fact)
+                committed.append(fact)
+            line_no = state.line_count + 1
+            try:
+                text = _DUMPS(committed[0] if len(committed) == 1 else committed)
+            except (TypeError, ValueError) as error:
+                raise TransactionRejectedError("MALFORMED_JSON", line_no) from error
+            line = text.encode("utf-8", "surrogatepass")
+            old_length = state.repaired_length
+            try:
+                staged = stage_transaction(state, line, line_no)
+            except SessionCorruption as error:
+                raise TransactionRejectedError(error.code, error.line, error.seq) from error
+            try:
+                _write_all(fd, line + b"\n")
+                os.fsync(fd)
+            except OSError as error:
+                staged.rollback()
+                self._undo_partial_write(fd, old_length)
+                raise SessionError(f"Could not write session {self.session_id}: {error.strerror}") from error
+            staged.commit()
+        for observer in list(self._observers):
+            # Observers are lossy projections (the ledger, the window); they cannot undo a commit.
+            with contextlib.suppress(Exception):
+                observer(committed)
+        return committed
+
+    def _writable_fd(self) -> int:
+        if self._closed:
+            raise SessionError(f"Session {self.session_id} is closed")
+        if self._fd is None:
+            raise SessionError(f"Session {self.session_id} was opened read-only")
+        return self._fd
+
+    def _undo_partial_write(self, fd: int, length: int) -> None:
+        try:
+            os.ftruncate(fd, length)
+            os.fsync(fd)
+        except OSError:
+            # The file may now end with a torn line; the next writable open truncates it. Stop appending here.
+            self.close()
+
+    # --- closing -------------------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release the lock and the file. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        mode = "closed" if self._closed else ("read-only" if self.read_only else "writable")
+        return f"<SessionStore {self.session_id} {mode} facts={self._state.fact_count}>"
