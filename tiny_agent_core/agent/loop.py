@@ -30,6 +30,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from tiny_agent_core.agent.compaction import COMPACTION_PROMPT, CompactionCut, compaction_cut, compaction_messages
 from tiny_agent_core.agent.context import Configuration, current_configuration
 from tiny_agent_core.agent.events import (
     AgentEvent,
@@ -211,6 +212,39 @@ class Agent:
         finally:
             self._leave()
 
+    async def compact(self) -> RunResult:
+        """Compact the active context (``/compact``): summarize all but the last turns into one message.
+
+        A completed compaction's ``answer`` says how many messages were compacted and kept.
+        """
+        self._enter()
+        try:
+            state = self.store.state
+            if state.operation.kind != "idle":
+                raise AgentBusyError("Another session operation is active.")
+            cut = compaction_cut(state.active_context)
+            if cut is None:
+                return RunResult("completed", answer="Nothing to compact.")
+            source = state.message_entries()
+            ids = [entry_id for entry_id, _ in source]
+            self.store.append(
+                facts.compaction_started(
+                    operation_id=facts.new_id(),
+                    input_through_entry_id=ids[-1],
+                    result_entry_id=facts.new_id(),
+                    compacted_entry_ids=ids[: -cut.retained],
+                    retained_entry_ids=ids[-cut.retained :],
+                    source_digest=facts.source_digest(source),
+                )
+            )
+            result = await self._drive(live=True)
+            if result.outcome == "completed":
+                compacted = len(source) - cut.retained
+                return RunResult("completed", f"Compacted {compacted} messages (kept last {cut.retained}).")
+            return result
+        finally:
+            self._leave()
+
     async def abort(self) -> bool:
         """Cancel the running operation: persist ``abortRequested`` first, then cancel the work in flight.
 
@@ -246,13 +280,21 @@ class Agent:
         self._busy = False
         self._work = None
 
-    def _configuration(self) -> Configuration:
+    def _configuration(self, kind: str) -> Configuration:
+        if kind == "compaction":
+            return Configuration.build(
+                workspace=self.workspace,
+                provider=self.profile.id,
+                model=self.model,
+                tools=[],
+                system_prompt=COMPACTION_PROMPT,
+            )
         return Configuration.build(
             workspace=self.workspace, provider=self.profile.id, model=self.model, tools=list(self.tools.values())
         )
 
     async def _drive(self, *, live: bool) -> RunResult:
-        configuration = self._configuration()
+        configuration = self._configuration(self.store.state.operation.kind)
         current = current_configuration(configuration, self.workspace, list(self.tools.values()))
         while True:
             state = self.store.state
@@ -278,17 +320,20 @@ class Agent:
             elif kind == "appendSynthetic":
                 self._append_synthetic(plan["results"])
             elif kind == "startStep":
-                if plan["stepKind"] != "assistant":
-                    raise AgentBusyError("An unfinished compaction must be recovered by the compaction command.")
                 await self._model_step(
-                    configuration, plan.get("stepId"), plan["attempt"], plan["contextThroughEntryId"], live=live
+                    configuration,
+                    plan["stepKind"],
+                    plan.get("stepId"),
+                    plan["attempt"],
+                    plan["contextThroughEntryId"],
+                    live=live,
                 )
             elif kind == "startTool":
                 await self._tool_step(plan)
             elif kind == "blocked":
                 reason = plan["reason"]
                 if reason == "attempts_exhausted" and operation.kind == "run":
-                    self._fail(operation.operation_id, "model_error", "provider request attempts exhausted")
+                    self._fail("model_error", "provider request attempts exhausted")
                 else:
                     raise RecoveryBlockedError(reason)
             else:  # pragma: no cover - the planner's plan union is closed
@@ -407,8 +452,9 @@ class Agent:
             self._work = None
             self._phase, self._phase_call_id = "model", None
 
-    async def _stream(self, messages: list[dict[str, Any]], step_id: str) -> ChatCompleted:
-        tools = self.tools.definitions() or None
+    async def _stream(
+        self, messages: list[dict[str, Any]], step_id: str, tools: list[dict[str, Any]] | None
+    ) -> ChatCompleted:
         stream = self.client.stream_chat(
             self.profile,
             model=self.model,
@@ -431,11 +477,18 @@ class Agent:
         raise ProviderError("The provider stream ended without a result.")  # pragma: no cover - client guarantees
 
     async def _model_step(
-        self, configuration: Configuration, step_id: str | None, attempt: Literal[1, 2], context: str, *, live: bool
+        self,
+        configuration: Configuration,
+        step_kind: Literal["assistant", "compaction"],
+        step_id: str | None,
+        attempt: Literal[1, 2],
+        context: str,
+        *,
+        live: bool,
     ) -> None:
         state = self.store.state
         operation = state.operation
-        assert operation.kind == "run"
+        assert operation.kind != "idle"
         step_id = step_id or facts.new_id()
         attempt_id = facts.new_id()
         self.store.append(
@@ -443,40 +496,39 @@ class Agent:
                 operation_id=operation.operation_id,
                 step_id=step_id,
                 attempt_id=attempt_id,
-                step_kind="assistant",
+                step_kind=step_kind,
                 attempt=attempt,
                 context_through_entry_id=context,
                 configuration_snapshot=configuration.snapshot,
             )
         )
         self._emit(StepStarted(step_id, attempt_id, attempt, self.model))
-        messages = [{"role": "system", "content": configuration.system_prompt}, *self.store.state.active_context]
+        cut = compaction_cut(state.active_context) if step_kind == "compaction" else None
+        if cut is not None:
+            messages, tools = compaction_messages(state.active_context, cut), None
+        else:
+            messages = [{"role": "system", "content": configuration.system_prompt}, *state.active_context]
+            tools = self.tools.definitions() or None
         started = time.monotonic()
         try:
-            completed = await self._cancellable("model", self._stream(messages, step_id))
+            completed = await self._cancellable(
+                "compact" if cut is not None else "model", self._stream(messages, step_id, tools)
+            )
         except _Aborted:
             self._record(attempt_id, None, None, started)
             return  # the planner closes the attempt (abort first)
         except ProviderError as error:
-            self._commit_model_error(operation.operation_id, step_id, attempt_id, error, live=live)
+            self._commit_model_error(step_id, attempt_id, error, live=live)
             self._record(attempt_id, None, error, started)
             return
+        self._record(attempt_id, completed, None, started)
         response = completed.response
+        usage_facts = self._usage_facts(operation.operation_id, attempt_id, response.usage)
         if self._cancel.is_set():  # a late response loses the race with the abort: keep its usage only
-            usage_facts = self._usage_facts(operation.operation_id, attempt_id, response.usage)
-            self.store.append(
-                [
-                    *usage_facts,
-                    facts.step_failed(
-                        operation_id=operation.operation_id,
-                        step_id=step_id,
-                        attempt_id=attempt_id,
-                        code="aborted",
-                        message="Operation aborted",
-                    ),
-                ]
-            )
-            self._record(attempt_id, completed, None, started)
+            self.store.append([*usage_facts, self._step_failed(step_id, attempt_id, "aborted", "Operation aborted")])
+            return
+        if cut is not None:
+            self._settle_compaction(response, cut, step_id, attempt_id, usage_facts, live=live)
             return
         entry_id = facts.new_id()
         self.store.append(
@@ -488,9 +540,56 @@ class Agent:
                     stop_reason=response.stop_reason,
                     entry_id=entry_id,
                 ),
-                *self._usage_facts(operation.operation_id, attempt_id, response.usage),
+                *usage_facts,
             ]
         )
+        self._step_finished(step_id, attempt_id, completed)
+        for index, call in enumerate(response.message.calls):
+            self._emit(ToolCallProposed(step_id, index, call.id, call.function.name, call.function.arguments))
+        if response.message.calls:
+            return
+        content = response.message.content or ""
+        if response.stop_reason == "length":
+            self._fail("model_error", "Model response was truncated by the output token limit.")
+        elif not content.strip():
+            self._fail("empty_response", f"Model returned an empty response (finish_reason: {response.stop_reason}).")
+
+    def _settle_compaction(
+        self,
+        response: NormalizedResponse,
+        cut: CompactionCut,
+        step_id: str,
+        attempt_id: str,
+        usage_facts: list[dict[str, Any]],
+        *,
+        live: bool,
+    ) -> None:
+        operation = self.store.state.operation
+        assert operation.kind == "compaction"
+        summary = (response.message.content or "").strip()
+        if response.stop_reason != "stop" or not summary:
+            message = "Model returned an invalid compaction summary"
+            failed = self._step_failed(step_id, attempt_id, "model_error", message)
+            self.store.append([*usage_facts, failed])
+            if live:
+                self._fail("model_error", message)
+            return
+        source = self.store.state.message_entries()
+        self.store.append(
+            [
+                *usage_facts,
+                facts.compaction_entry(
+                    result_entry_id=operation.result_entry_id,
+                    operation_id=operation.operation_id,
+                    summary=summary,
+                    compacted_through_entry_id=source[-cut.retained - 1][0],
+                    retained_tail=source[-cut.retained :],
+                ),
+            ]
+        )
+
+    def _step_finished(self, step_id: str, attempt_id: str, completed: ChatCompleted) -> None:
+        response = completed.response
         cost, source = self._cost(response)
         timings = completed.capture.timings
         self._emit(
@@ -508,45 +607,50 @@ class Agent:
                 timings.first_token_ms,
             )
         )
-        self._record(attempt_id, completed, None, started)
-        for index, call in enumerate(response.message.calls):
-            self._emit(ToolCallProposed(step_id, index, call.id, call.function.name, call.function.arguments))
-        if response.message.calls:
-            return
-        content = response.message.content or ""
-        if response.stop_reason == "length":
-            self._fail(operation.operation_id, "model_error", "Model response was truncated by the output token limit.")
-        elif not content.strip():
-            self._fail(
-                operation.operation_id,
-                "empty_response",
-                f"Model returned an empty response (finish_reason: {response.stop_reason}).",
-            )
 
-    def _fail(self, operation_id: str, code: str, message: str) -> None:
-        self.store.append(facts.operation_failed(operation_id=operation_id, code=code, message=message))
-        self._conclude(RunResult("failed", error=TinyAgentError(message)), operation_id)
+    def _step_failed(self, step_id: str, attempt_id: str, code: str, message: str) -> dict[str, Any]:
+        operation = self.store.state.operation
+        assert operation.kind != "idle"
+        return facts.step_failed(
+            operation_id=operation.operation_id, step_id=step_id, attempt_id=attempt_id, code=code, message=message
+        )
+
+    def _fail(self, code: str, message: str, error: TinyAgentError | None = None) -> None:
+        operation = self.store.state.operation
+        assert operation.kind != "idle"
+        self.store.append(
+            facts.operation_failed(
+                operation_id=operation.operation_id, code=code, message=message, operation_kind=operation.kind
+            )
+        )
+        self._conclude(RunResult("failed", error=error or TinyAgentError(message)), operation.operation_id)
 
     def _usage_facts(self, operation_id: str, attempt_id: str, usage: Usage | None) -> list[dict[str, Any]]:
         if usage is None:
             return []
         return [facts.attempt_usage(operation_id=operation_id, attempt_id=attempt_id, usage=usage)]
 
-    def _commit_model_error(
-        self, operation_id: str, step_id: str, attempt_id: str, error: ProviderError, *, live: bool
-    ) -> None:
+    def _commit_model_error(self, step_id: str, attempt_id: str, error: ProviderError, *, live: bool) -> None:
+        """Live: ``[usage?, stepFailed, operationFinished failed]`` in one transaction; recovery: the first two."""
+        operation = self.store.state.operation
+        assert operation.kind != "idle"
         message = str(error) or error.__class__.__name__
         transaction = [
-            *self._usage_facts(operation_id, attempt_id, error.usage),
-            facts.step_failed(
-                operation_id=operation_id, step_id=step_id, attempt_id=attempt_id, code="model_error", message=message
-            ),
+            *self._usage_facts(operation.operation_id, attempt_id, error.usage),
+            self._step_failed(step_id, attempt_id, "model_error", message),
         ]
         if live:
-            transaction.append(facts.operation_failed(operation_id=operation_id, code="model_error", message=message))
+            transaction.append(
+                facts.operation_failed(
+                    operation_id=operation.operation_id,
+                    code="model_error",
+                    message=message,
+                    operation_kind=operation.kind,
+                )
+            )
         self.store.append(transaction)
         if live:
-            self._conclude(RunResult("failed", error=error), operation_id)
+            self._conclude(RunResult("failed", error=error), operation.operation_id)
         else:
             self._last_outcome = RunResult("failed", error=error)
 
