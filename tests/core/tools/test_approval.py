@@ -1,0 +1,249 @@
+"""The approval policy: defaults, the four answers, edited arguments, previews, persistence and revocation."""
+
+from __future__ import annotations
+
+import json
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tiny_agent_core.tools import (
+    AllowListApprover,
+    ApprovalAnswer,
+    ApprovalPolicy,
+    ApprovalRequest,
+    Choice,
+    Tool,
+    ToolSettings,
+    Verdict,
+    builtin_tools,
+    non_interactive,
+)
+from tiny_agent_core.tools.approval import SETTINGS_FILE
+
+
+class ScriptedApprover:
+    """Answers from a list and remembers every request."""
+
+    def __init__(self, *answers: ApprovalAnswer) -> None:
+        self.answers = list(answers)
+        self.requests: list[ApprovalRequest] = []
+
+    async def ask(self, request: ApprovalRequest) -> ApprovalAnswer:
+        self.requests.append(request)
+        return self.answers.pop(0)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    path = tmp_path / "ws"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def tools(workspace: Path) -> Mapping[str, Tool]:
+    return {tool.name: tool for tool in builtin_tools(workspace)}
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> ToolSettings:
+    return ToolSettings.load(tmp_path / "config")
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "verdict"),
+    [
+        ("read", {"path": "x"}, Verdict.ALLOW),
+        ("write", {"path": "x", "content": ""}, Verdict.ASK),
+        ("edit", {"path": "x", "edits": []}, Verdict.ASK),
+        ("bash", {"command": "ls"}, Verdict.ASK),
+        ("bg", {"action": "start", "command": "x"}, Verdict.ASK),
+        ("bg", {"action": "stop", "id": "1"}, Verdict.ASK),
+        ("bg", {"action": "list"}, Verdict.ALLOW),
+        ("bg", {"action": "status", "id": "1"}, Verdict.ALLOW),
+        ("bg", {"action": "logs", "id": "1"}, Verdict.ALLOW),
+        ("mcp__server__tool", {}, Verdict.ASK),
+    ],
+)
+def test_defaults(tool: str, args: dict[str, Any], verdict: Verdict) -> None:
+    assert ApprovalPolicy().decide(tool, args).verdict is verdict
+
+
+async def test_allowed_call_asks_nobody(tools: Mapping[str, Tool]) -> None:
+    approver = ScriptedApprover()
+    granted = await ApprovalPolicy().authorize(tools["read"], {"path": "a"}, approver)
+    assert granted.allowed
+    assert granted.answer is None
+    assert granted.decision.reason == "default"
+    assert approver.requests == []
+
+
+async def test_allow_once_asks_again(tools: Mapping[str, Tool]) -> None:
+    policy = ApprovalPolicy()
+    approver = ScriptedApprover(ApprovalAnswer(Choice.ALLOW_ONCE), ApprovalAnswer.deny())
+    assert (await policy.authorize(tools["bash"], {"command": "ls"}, approver, call_id="c1")).allowed
+    assert not (await policy.authorize(tools["bash"], {"command": "ls"}, approver)).allowed
+    assert len(approver.requests) == 2
+    first = approver.requests[0]
+    assert first.call_id == "c1"
+    assert first.tool_name == "bash"
+    assert first.preview.kind == "command"
+    assert first.preview.text == "ls"
+
+
+async def test_allow_for_session_is_per_policy(tools: Mapping[str, Tool], settings: ToolSettings) -> None:
+    policy = ApprovalPolicy(settings)
+    approver = ScriptedApprover(ApprovalAnswer(Choice.ALLOW_SESSION))
+    assert (await policy.authorize(tools["bash"], {"command": "ls"}, approver)).allowed
+    again = await policy.authorize(tools["bash"], {"command": "rm -rf build"}, approver)
+    assert again.allowed
+    assert again.decision.reason == "allowed for this session"
+    assert len(approver.requests) == 1
+    assert policy.session_allowed == {"bash"}
+    assert ApprovalPolicy(settings).decide("bash", {}).verdict is Verdict.ASK  # another session
+    assert settings.always_allowed() == frozenset()  # nothing standing
+    policy.revoke_session("bash")
+    assert policy.decide("bash", {}).verdict is Verdict.ASK
+
+
+async def test_always_allow_persists_and_is_revocable(
+    tools: Mapping[str, Tool], settings: ToolSettings, tmp_path: Path
+) -> None:
+    approver = ScriptedApprover(ApprovalAnswer(Choice.ALLOW_ALWAYS))
+    assert (await ApprovalPolicy(settings).authorize(tools["write"], {"path": "a", "content": ""}, approver)).allowed
+
+    path = tmp_path / "config" / SETTINGS_FILE
+    assert json.loads(path.read_text()) == {"version": 1, "alwaysAllow": ["write"], "workspaces": {}}
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+    reloaded = ToolSettings.load(tmp_path / "config")  # a later start of the app
+    assert reloaded.always_allowed() == {"write"}
+    decision = ApprovalPolicy(reloaded).decide("write", {"path": "b", "content": ""})
+    assert decision.verdict is Verdict.ALLOW
+    assert decision.reason == "always allowed"
+
+    reloaded.revoke("write")
+    assert ToolSettings.load(tmp_path / "config").always_allowed() == frozenset()
+    assert ApprovalPolicy(reloaded).decide("write", {}).verdict is Verdict.ASK
+    # the first settings object sees the revocation on its next decision only after a reload
+    settings.reload()
+    assert ApprovalPolicy(settings).decide("write", {}).verdict is Verdict.ASK
+
+
+def test_revoke_all_and_concurrent_writers(tmp_path: Path) -> None:
+    one = ToolSettings.load(tmp_path)
+    two = ToolSettings.load(tmp_path)
+    one.allow_always("bash")
+    two.allow_always("edit")  # re-reads first: keeps bash
+    assert ToolSettings.load(tmp_path).always_allowed() == {"bash", "edit"}
+    one.revoke_all()
+    assert ToolSettings.load(tmp_path).always_allowed() == frozenset()
+
+
+def test_unreadable_settings_grant_nothing(tmp_path: Path) -> None:
+    (tmp_path / SETTINGS_FILE).write_text('{"version": 1, "alwaysAllow": ["bash"')
+    settings = ToolSettings.load(tmp_path)
+    assert settings.always_allowed() == frozenset()
+    assert settings.load_error is not None
+    (tmp_path / SETTINGS_FILE).write_text('{"version": 99, "alwaysAllow": ["bash"]}')
+    assert ToolSettings.load(tmp_path).always_allowed() == frozenset()
+
+
+async def test_deny_is_an_error_result(tools: Mapping[str, Tool]) -> None:
+    approver = ScriptedApprover(ApprovalAnswer.deny("not on main"), ApprovalAnswer.deny())
+    denied = await ApprovalPolicy().authorize(tools["bash"], {"command": "git push"}, approver)
+    assert not denied.allowed
+    assert denied.denial.is_error
+    assert denied.denial.content == "Error: Tool call denied; the tool was not executed. Reason: not on main"
+    plain = await ApprovalPolicy().authorize(tools["bash"], {"command": "git push"}, approver)
+    assert plain.denial.content == "Error: Tool call denied; the tool was not executed."
+
+
+async def test_edited_arguments_are_the_ones_to_run(tools: Mapping[str, Tool], workspace: Path) -> None:
+    edited = {"command": "ls -la"}
+    approver = ScriptedApprover(ApprovalAnswer(Choice.ALLOW_ONCE, arguments=edited))
+    granted = await ApprovalPolicy().authorize(tools["bash"], {"command": "rm -rf /"}, approver)
+    assert granted.allowed
+    assert granted.arguments == edited
+    outcome = await tools["bash"].execute(granted.arguments)
+    assert not outcome.is_error
+
+
+async def test_write_preview_is_a_unified_diff(tools: Mapping[str, Tool], workspace: Path) -> None:
+    (workspace / "a.txt").write_text("one\ntwo\nthree\n")
+    approver = ScriptedApprover(ApprovalAnswer.deny(), ApprovalAnswer.deny())
+    policy = ApprovalPolicy()
+    await policy.authorize(tools["write"], {"path": "a.txt", "content": "one\n2\nthree\n"}, approver)
+    preview = approver.requests[0].preview
+    assert preview.kind == "diff"
+    assert preview.error is None
+    assert preview.text.splitlines() == [
+        "--- a/a.txt",
+        "+++ b/a.txt",
+        "@@ -1,3 +1,3 @@",
+        " one",
+        "-two",
+        "+2",
+        " three",
+    ]
+    await policy.authorize(tools["write"], {"path": "new/b.txt", "content": "x"}, approver)
+    assert approver.requests[1].preview.text.splitlines() == [
+        "--- /dev/null",
+        "+++ b/new/b.txt",
+        "@@ -0,0 +1 @@",
+        "+x",
+        "\\ No newline at end of file",
+    ]
+    assert (workspace / "a.txt").read_text() == "one\ntwo\nthree\n"  # a preview changes nothing
+
+
+async def test_edit_preview(tools: Mapping[str, Tool], workspace: Path) -> None:
+    (workspace / "a.txt").write_bytes(b"alpha\r\nbeta\r\n")
+    approver = ScriptedApprover(*[ApprovalAnswer.deny()] * 3)
+    policy = ApprovalPolicy()
+    edits = [{"oldText": "beta", "newText": "BETA"}]
+    await policy.authorize(tools["edit"], {"path": "a.txt", "edits": edits}, approver)
+    assert "-beta\r\n" in approver.requests[0].preview.text
+    assert "+BETA\r\n" in approver.requests[0].preview.text
+    await policy.authorize(tools["edit"], {"path": "a.txt", "edits": [{"oldText": "zz", "newText": ""}]}, approver)
+    assert approver.requests[1].preview.error == "edits[0].oldText was not found in a.txt."
+    await policy.authorize(tools["edit"], {"path": "../x", "edits": edits}, approver)
+    assert "outside the workspace" in (approver.requests[2].preview.error or "")
+
+
+async def test_non_interactive_allow_list(tools: Mapping[str, Tool], settings: ToolSettings) -> None:
+    settings.allow_always("write")  # standing permissions do not apply to a scripted run
+    policy, approver = non_interactive(["bash"])
+    assert isinstance(approver, AllowListApprover)
+    assert (await policy.authorize(tools["bash"], {"command": "ls"}, approver)).allowed
+    for name, args in [
+        ("read", {"path": "a"}),
+        ("write", {"path": "a", "content": ""}),
+        ("bg", {"action": "list"}),
+    ]:
+        denied = await policy.authorize(tools[name], args, approver)
+        assert not denied.allowed, name
+        assert denied.denial.content == (
+            f"Error: Tool call denied; the tool was not executed. Reason: {name} is not allowed in this "
+            f"non-interactive run (allow it with --allow {name})."
+        )
+    again = await policy.authorize(tools["bash"], {"command": "ls"}, approver)
+    assert again.answer is not None  # asked (the allow-list) every time; nothing remembered
+
+
+def test_allowed_roots_setting(tmp_path: Path, workspace: Path) -> None:
+    settings = ToolSettings.load(tmp_path / "config")
+    outside = tmp_path / "data"
+    outside.mkdir()
+    assert settings.allowed_roots(workspace) == ()
+    settings.set_allowed_roots(workspace, [outside])
+    reloaded = ToolSettings.load(tmp_path / "config")
+    assert reloaded.allowed_roots(workspace) == (outside.resolve(),)
+    tools = {tool.name: tool for tool in builtin_tools(workspace, allowed_roots=reloaded.allowed_roots(workspace))}
+    assert tools["read"].guard.roots == (workspace.resolve(), outside.resolve())  # type: ignore[attr-defined]
+    reloaded.set_allowed_roots(workspace, [])
+    assert ToolSettings.load(tmp_path / "config").allowed_roots(workspace) == ()

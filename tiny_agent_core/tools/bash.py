@@ -1,0 +1,325 @@
+"""The built-in ``bash`` tool (reference notes §6.5): one shell command in the workspace, bounded.
+
+``/bin/sh -c <command>`` runs in the workspace, in a new session and so its own process group, with stdin from
+``/dev/null``. stdout and stderr are captured separately (at most 10,000,000 bytes each, so memory stays
+bounded) and returned stdout first, as the reference does. Results are returned, never raised:
+
+- no output: ``(no output)``;
+- non-zero exit: ``<output>\\n\\nCommand exited with code N`` (only the note when there is no output);
+- timeout (default 120 s): ``<output>\\n\\nCommand timed out after <t> seconds.``;
+- capture cap: ``<output>\\n\\nBash output exceeded the 10MB safety cap; complete output was not captured.``.
+
+Output over 2,000 lines or 50 KiB keeps a tail of at most 50 KiB (from a UTF-8 boundary) and 2,000 lines; the
+whole captured output goes to ``<workspace>/.tiny-agent/tool-output/<uuid4>.log`` and the note
+``\\n\\n[Showing lines S-N of N. Full output: <absolute path>]`` follows.
+
+The whole process group is SIGKILLed on cancel, timeout and cap, *and* after a normal exit, so a command's
+leftover background children (``sleep 1000 &``) die with it; use ``bg`` for servers. The group is killed while
+its leader is still an unreaped zombie (it is waited for with ``WNOWAIT``), so the group id cannot have been
+reused by an unrelated process. Cancelling the task (``asyncio.CancelledError``) or setting the ``cancel`` event
+kills the group at once and re-raises; either returns within milliseconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import os
+import signal
+import subprocess
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from tiny_agent_core.tools.base import (
+    MAX_TOOL_LINES,
+    MAX_TOOL_OUTPUT,
+    BuiltinTool,
+    Preview,
+    ToolAborted,
+    ToolError,
+    js_number,
+    required_string,
+)
+
+__all__ = ["DEFAULT_TIMEOUT", "MAX_CAPTURE", "BashTool", "limit_output", "spill_directory"]
+
+DEFAULT_TIMEOUT = 120.0
+"""Seconds a command may run when the call gives no ``timeout``."""
+
+MAX_CAPTURE = 10_000_000
+"""Bytes captured per stream (stdout, stderr); past that the group is killed."""
+
+DRAIN_GRACE = 0.5
+"""Seconds to wait for the pipes to close after the group was killed (a daemon that left the group can hold
+them open forever; what was read by then is the output)."""
+
+CAP_NOTE = "Bash output exceeded the 10MB safety cap; complete output was not captured."
+CAP_LABEL = "Captured output; command exceeded the 10MB safety cap"
+
+Ending = Literal["exit", "timeout", "capped", "aborted"]
+
+
+def spill_directory(workspace: Path) -> Path:
+    """Where truncated outputs are stored in full."""
+    return workspace / ".tiny-agent" / "tool-output"
+
+
+class BashTool(BuiltinTool):
+    """``bash(command, timeout?)``."""
+
+    name = "bash"
+    replay_key = "builtin:bash:v1"
+    description = (
+        "Run commands, builds, tests, and file discovery in the working directory. Use read, write, or edit for "
+        "ordinary text file operations. Output is limited to the last 2,000 lines or 50KB; truncated output "
+        "includes a full-output path."
+    )
+    parameters: Mapping[str, Any] = {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "description": "Shell command to execute in the working directory."},
+            "timeout": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "description": "Optional timeout in seconds. Defaults to 120.",
+            },
+        },
+        "required": ["command"],
+    }
+
+    def __init__(self, workspace: Path, *, shell: str = "/bin/sh", max_capture: int = MAX_CAPTURE) -> None:
+        self.workspace = workspace
+        self.shell = shell
+        self.max_capture = max_capture
+
+    async def run(self, args: Mapping[str, Any], cancel: asyncio.Event | None) -> str:
+        command = required_string(args.get("command"), "command")
+        timeout = _timeout(args.get("timeout"))
+        return await self.execute_command(command, timeout, cancel)
+
+    def preview(self, args: Mapping[str, Any]) -> Preview | None:
+        command = args.get("command")
+        text = command if isinstance(command, str) else ""
+        timeout = args.get("timeout")
+        if isinstance(timeout, int | float) and not isinstance(timeout, bool):
+            text += f"\n(timeout {js_number(timeout)} s)"
+        return Preview("command", text)
+
+    async def execute_command(self, command: str, seconds: float, cancel: asyncio.Event | None) -> str:
+        """Run ``command`` and return the model-facing text (see the module docstring)."""
+        run = _Run(self.shell, command, self.workspace, self.max_capture)
+        try:
+            ending = await run.wait(seconds, cancel)
+        except BaseException:  # cancelled: kill and go, without waiting for the pipes
+            await run.close(drain=False)
+            raise
+        await run.close(drain=ending != "aborted")
+        if ending == "aborted":
+            raise ToolAborted()
+        if ending == "exit" and run.capped:  # the cap was passed while the last output drained
+            ending = "capped"
+        stdout, stderr = run.output()
+        output = (stdout + stderr).decode("utf-8", errors="replace")
+        if ending == "capped":
+            return await limit_output(_append(output, CAP_NOTE), self.workspace, complete=False)
+        if ending == "timeout":
+            note = f"Command timed out after {js_number(seconds)} seconds."
+            return await limit_output(_append(output, note), self.workspace)
+        code = run.returncode
+        if code:
+            if code < 0:
+                note = f"Command was killed by signal {_signal_name(-code)}"
+            else:
+                note = f"Command exited with code {code}"
+            output = _append(output, note)
+        elif not output:
+            output = "(no output)"
+        return await limit_output(output, self.workspace)
+
+
+def _timeout(value: object) -> float:
+    if value is None:
+        return DEFAULT_TIMEOUT
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        raise ToolError("timeout must be a positive number of seconds")
+    return float(value) if isinstance(value, float) else value  # keep an int as given, for the message
+
+
+def _append(output: str, note: str) -> str:
+    return f"{output}\n\n{note}" if output else note
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
+
+
+async def limit_output(output: str, workspace: Path, *, complete: bool = True) -> str:
+    """``output`` itself when it fits 2,000 lines and 50 KiB, else its tail plus a note naming the full copy."""
+    lines = output.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    encoded = output.encode("utf-8")
+    if len(lines) <= MAX_TOOL_LINES and len(encoded) <= MAX_TOOL_OUTPUT:
+        return output
+    start_byte = max(0, len(encoded) - MAX_TOOL_OUTPUT)
+    while start_byte < len(encoded) and encoded[start_byte] & 0xC0 == 0x80:
+        start_byte += 1
+    tail_lines = encoded[start_byte:].decode("utf-8").split("\n")
+    if len(tail_lines) > MAX_TOOL_LINES:
+        tail_lines = tail_lines[-MAX_TOOL_LINES:]
+    first = max(1, len(lines) - len(tail_lines) + 1)
+    path = await asyncio.to_thread(_spill, workspace, encoded)
+    label = "Full output" if complete else CAP_LABEL
+    tail = "\n".join(tail_lines)
+    return f"{tail}\n\n[Showing lines {first}-{len(lines)} of {len(lines)}. {label}: {path}]"
+
+
+def _spill(workspace: Path, data: bytes) -> Path:
+    directory = spill_directory(workspace)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{uuid.uuid4()}.log"
+    with open(path, "xb") as file:
+        file.write(data)
+    return path
+
+
+class _Capture(asyncio.Protocol):
+    """Reads one pipe into memory, up to ``limit`` bytes; signals when the limit is passed."""
+
+    def __init__(self, limit: int, capped: asyncio.Future[None]) -> None:
+        self.limit = limit
+        self.capped = capped
+        self.data = bytearray()
+        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def data_received(self, data: bytes) -> None:
+        room = self.limit - len(self.data)
+        if room > 0:
+            self.data += data[:room]
+        if len(data) > room and not self.capped.done():
+            self.capped.set_result(None)
+
+    def eof_received(self) -> bool | None:
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+
+class _Run:
+    """One spawned command: its process, its pipes, its exit watcher."""
+
+    def __init__(self, shell: str, command: str, cwd: Path, limit: int) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._capped: asyncio.Future[None] = self._loop.create_future()
+        self._exited: asyncio.Future[None] = self._loop.create_future()
+        self._captures = (_Capture(limit, self._capped), _Capture(limit, self._capped))
+        self._transports: list[asyncio.ReadTransport] = []
+        self._killed = False
+        self.returncode: int | None = None
+        out_read, out_write = os.pipe()
+        err_read, err_write = os.pipe()
+        try:
+            self._process = subprocess.Popen(
+                [shell, "-c", command],
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=out_write,
+                stderr=err_write,
+                start_new_session=True,
+                close_fds=True,
+            )
+        except BaseException:
+            for fd in (out_read, err_read):
+                os.close(fd)
+            raise
+        finally:
+            os.close(out_write)
+            os.close(err_write)
+        self._pipes = [os.fdopen(out_read, "rb", buffering=0), os.fdopen(err_read, "rb", buffering=0)]
+        threading.Thread(target=self._watch_exit, name=f"bash-{self._process.pid}", daemon=True).start()
+
+    @property
+    def pgid(self) -> int:
+        return self._process.pid
+
+    @property
+    def capped(self) -> bool:
+        return self._capped.done()
+
+    def _watch_exit(self) -> None:
+        # WNOWAIT: the leader stays a zombie until close() reaps it, so its pid (= the group id) stays taken
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitid(os.P_PID, self._process.pid, os.WEXITED | os.WNOWAIT)
+        with contextlib.suppress(RuntimeError):  # the loop may be closed by now
+            self._loop.call_soon_threadsafe(_settle, self._exited)
+
+    async def wait(self, seconds: float, cancel: asyncio.Event | None) -> Ending:
+        for pipe, capture in zip(self._pipes, self._captures, strict=True):
+            transport, _ = await self._loop.connect_read_pipe(_factory(capture), pipe)
+            self._transports.append(transport)
+        waits: set[asyncio.Future[Any]] = {self._exited, self._capped}
+        aborted: asyncio.Task[Literal[True]] | None = None
+        if cancel is not None:
+            aborted = asyncio.ensure_future(cancel.wait())
+            waits.add(aborted)
+        try:
+            done, _ = await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if aborted is not None:
+                aborted.cancel()
+        if cancel is not None and cancel.is_set():
+            return "aborted"
+        if self._capped in done:
+            return "capped"
+        if self._exited in done:
+            return "exit"
+        return "timeout"
+
+    def output(self) -> tuple[bytes, bytes]:
+        return bytes(self._captures[0].data), bytes(self._captures[1].data)
+
+    def kill_group(self) -> None:
+        if self._killed:
+            return
+        self._killed = True
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._process.pid, signal.SIGKILL)
+
+    async def close(self, *, drain: bool) -> None:
+        """Kill the group, reap the leader, then (with ``drain``) read what is left in the pipes, and close them.
+
+        Without ``drain`` (cancellation) it returns within milliseconds: the output is not wanted.
+        """
+        self.kill_group()
+        try:
+            await asyncio.wait({self._exited}, timeout=2.0 if drain else 0.1)
+            self.returncode = self._process.poll()
+            open_pipes = [capture.closed for capture in self._captures if not capture.closed.done()]
+            if drain and open_pipes and self._transports:
+                await asyncio.wait(open_pipes, timeout=DRAIN_GRACE)
+        finally:
+            for transport in self._transports:
+                transport.close()
+            for pipe in self._pipes[len(self._transports) :]:  # never handed to a transport
+                with contextlib.suppress(OSError):
+                    pipe.close()
+            if self.returncode is None:
+                self.returncode = self._process.poll()
+
+
+def _factory(capture: _Capture) -> Callable[[], _Capture]:
+    return lambda: capture
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)

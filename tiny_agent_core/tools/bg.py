@@ -1,0 +1,418 @@
+"""The built-in ``bg`` tool (reference notes §6.6): background processes of the workspace.
+
+Actions: ``start`` (needs ``command``), ``list`` (``status`` filter ``running|exited|stopped|stale|all``, default
+``running``), ``status`` / ``logs`` / ``stop`` (need ``id``, the pid as digits; ``tail`` lines, default 40 for
+status and 80 for logs, at most 2,000). Metadata lives in ``<workspace>/.tiny-agent/bg/<pid>.json`` with the
+reference's keys ``{id, command, cwd, pid, pgid, ownerPid, startedAt, processStartedAt, log, status, exitCode?,
+signal?, exitedAt?}``; the log in ``<pid>.log`` starts with the lines ``$ cmd``, ``cwd:``, ``pid:``, ``started:``.
+
+A process runs ``/bin/sh -c <command>`` in a new session (its own process group), with stdout and stderr written
+straight to the log file, so it keeps logging even if this program dies. It is held at a gate until the log
+header is written, so the header always comes first. ``start`` waits 500 ms and returns the metadata, or the
+metadata and an 80-line log tail when the process already ended.
+
+A process whose current start time (``ps -o lstart``) differs from the recorded one is ``stale``: its pid was
+reused, and no signal is ever sent to it. ``stop`` sends SIGTERM to the group, waits up to 2 s, then SIGKILLs the
+group, and marks the process ``stopped``. :meth:`BgTool.close` stops the processes this tool started (call it when
+the app exits); cancelling a run does not stop them, as in the reference. POSIX only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from tiny_agent_core.tools.base import (
+    MAX_TOOL_LINES,
+    MAX_TOOL_OUTPUT,
+    BuiltinTool,
+    Preview,
+    ToolError,
+    optional_positive_integer,
+    required_string,
+)
+
+__all__ = ["READ_ONLY_ACTIONS", "BgTool", "bg_directory"]
+
+STATUSES = ("running", "exited", "stopped", "stale")
+READ_ONLY_ACTIONS = frozenset({"list", "status", "logs"})
+"""Actions that only look; the approval policy lets them run without asking."""
+
+STOP_GRACE = 2.0
+"""Seconds between SIGTERM and SIGKILL on ``stop``."""
+
+_GATE = 'read -r _ ; exec "$0" -c "$1" </dev/null'
+"""Held until the parent has written the log header and closed stdin; then it becomes the real shell."""
+
+
+def bg_directory(workspace: Path) -> Path:
+    """Where the metadata and log files live."""
+    return workspace / ".tiny-agent" / "bg"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _process_started_at(pid: int) -> str:
+    """The process's start time as ``ps -o lstart`` prints it (as the reference records it); ``""`` if gone."""
+    if not _running(pid):
+        return ""
+    if shutil.which("ps") is not None:
+        result = subprocess.run(
+            ["ps", "-p", str(pid), "-o", "lstart="],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "LC_ALL": "C"},
+            check=False,
+            timeout=10,
+        )
+        return result.stdout.strip() if result.returncode == 0 else ""
+    try:  # no ps: the kernel's start time in clock ticks since boot
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+        return "proc:" + stat.rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
+def _kill_group(pgid: int, signum: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, signum)
+    except ProcessLookupError:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pgid, signum)
+    except PermissionError:
+        pass
+
+
+def _tail(path: Path, lines: int) -> str:
+    """The last ``lines`` lines (at most 2,000 and 50 KiB) of a log, CRLF read as LF."""
+    count = min(lines, MAX_TOOL_LINES)
+    try:
+        with path.open("rb") as file:
+            file.seek(0, os.SEEK_END)
+            size = file.tell()
+            start = max(0, size - MAX_TOOL_OUTPUT)
+            file.seek(start)
+            data = file.read()
+    except OSError:
+        return ""
+    if start > 0:  # drop the partial first line, unless the tail is one long line
+        newline = data.find(b"\n")
+        if 0 <= newline < len(data) - 1:
+            data = data[newline + 1 :]
+    text = data.decode("utf-8", errors="replace").replace("\r\n", "\n")
+    parts = text.split("\n")
+    if parts and parts[-1] == "":
+        parts.pop()
+    return "\n".join(parts[-count:])
+
+
+@dataclass
+class _Owned:
+    """A process this tool started: its handle and the metadata its exit watcher completes."""
+
+    process: subprocess.Popen[bytes]
+    meta: dict[str, Any]
+    stopping: bool = False
+    settled: threading.Event = field(default_factory=threading.Event)
+
+
+class BgTool(BuiltinTool):
+    """``bg(action, command?, id?, tail?, status?)``."""
+
+    name = "bg"
+    replay_key = "builtin:bg:v1"
+    description = (
+        "Manage background processes in the working directory. The id is the process pid; metadata and logs live "
+        "in .tiny-agent/bg/<pid>.json and .log. Use for servers and other long-running commands. List shows "
+        "running processes by default; use status=all or a specific status to inspect history in the same cwd."
+    )
+    parameters: Mapping[str, Any] = {
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": ["start", "list", "status", "logs", "stop"]},
+            "command": {"type": "string", "description": "Shell command to start. Required for action=start."},
+            "id": {"type": "string", "description": "Background process pid. Required for status/logs/stop."},
+            "tail": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "Number of log lines for logs, status, or failed start.",
+            },
+            "status": {
+                "type": "string",
+                "enum": ["running", "exited", "stopped", "stale", "all"],
+                "description": "Filter for action=list. Defaults to running.",
+            },
+        },
+        "required": ["action"],
+    }
+
+    def __init__(
+        self, workspace: Path, *, start_wait: float = 0.5, stop_grace: float = STOP_GRACE, shell: str = "/bin/sh"
+    ) -> None:
+        self.workspace = workspace
+        self.start_wait = start_wait
+        self.stop_grace = stop_grace
+        self.shell = shell
+        self._owned: dict[str, _Owned] = {}
+        self._lock = threading.Lock()
+
+    # -- the tool ------------------------------------------------------------------------------------------
+
+    async def run(self, args: Mapping[str, Any], cancel: asyncio.Event | None) -> str:
+        action = required_string(args.get("action"), "action")
+        if action == "start":
+            return await self._start(required_string(args.get("command"), "command"))
+        if action == "list":
+            status = args.get("status")
+            wanted = "running" if status is None else required_string(status, "status")
+            if wanted not in (*STATUSES, "all"):
+                raise ToolError(f"unknown bg status filter: {wanted}")
+            return await asyncio.to_thread(self._list, wanted)
+        if action not in ("status", "logs", "stop"):
+            raise ToolError(f"unknown bg action: {action}")
+        pid = required_string(args.get("id"), "id")
+        if not pid.isascii() or not pid.isdigit():
+            raise ToolError("id must be a pid")
+        tail = optional_positive_integer(args.get("tail"), "tail")
+        if action == "status":
+            return await asyncio.to_thread(self._status, pid, tail or 40)
+        if action == "logs":
+            return await asyncio.to_thread(self._logs, pid, tail or 80)
+        return await asyncio.to_thread(self._stop, pid)
+
+    def preview(self, args: Mapping[str, Any]) -> Preview | None:
+        action = args.get("action")
+        if action == "start":
+            command = args.get("command")
+            return Preview("command", command if isinstance(command, str) else "")
+        return Preview("arguments", json.dumps(dict(args), ensure_ascii=False))
+
+    async def close(self) -> None:
+        """Stop every process this tool started that is still running (at app exit)."""
+        with self._lock:
+            pids = [pid for pid, owned in self._owned.items() if not owned.settled.is_set()]
+        for pid in pids:
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(self._stop, pid)
+
+    # -- files ---------------------------------------------------------------------------------------------
+
+    def _paths(self, pid: str) -> tuple[Path, Path]:
+        directory = bg_directory(self.workspace)
+        return directory / f"{pid}.json", directory / f"{pid}.log"
+
+    def _write_meta(self, meta: Mapping[str, Any]) -> None:
+        meta_path, _ = self._paths(str(meta["id"]))
+        temporary = meta_path.with_name(f".{meta_path.name}.{uuid.uuid4().hex}.tmp")
+        temporary.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        os.replace(temporary, meta_path)
+
+    def _read_meta(self, pid: str) -> dict[str, Any]:
+        meta_path, _ = self._paths(pid)
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ToolError(f"no background process {pid} in this workspace") from None
+        except (OSError, ValueError) as error:
+            raise ToolError(f"bg {pid} metadata is unreadable: {error}") from None
+        if not isinstance(meta, dict) or meta.get("cwd") != str(self.workspace):
+            raise ToolError(f"bg {pid} belongs to a different cwd")
+        with self._lock:
+            owned = self._owned.get(pid)
+            if owned is not None:
+                return dict(owned.meta)
+        return meta
+
+    @staticmethod
+    def _current_status(meta: Mapping[str, Any]) -> str:
+        status = meta.get("status")
+        if status != "running":
+            return str(status) if status in STATUSES else "exited"
+        pid = meta.get("pid")
+        if not isinstance(pid, int) or isinstance(pid, bool):
+            return "stale"
+        started = _process_started_at(pid)
+        if not started:
+            return "exited"
+        return "running" if started == meta.get("processStartedAt") else "stale"
+
+    @classmethod
+    def _format(cls, meta: Mapping[str, Any], status: str | None = None) -> str:
+        shown = {**meta, "status": status if status is not None else cls._current_status(meta)}
+        return json.dumps(shown, ensure_ascii=False, separators=(",", ":"))
+
+    # -- actions -------------------------------------------------------------------------------------------
+
+    async def _start(self, command: str) -> str:
+        owned = await asyncio.to_thread(self._spawn, command)
+        await asyncio.sleep(self.start_wait)
+        with self._lock:
+            meta = dict(owned.meta)
+        status = await asyncio.to_thread(self._current_status, meta)
+        if status == "running":
+            return self._format(meta, status)
+        await asyncio.to_thread(owned.settled.wait, 1.0)
+        with self._lock:
+            meta = dict(owned.meta)
+        if meta.get("status") == "running":  # ended, but the watcher has not recorded it yet
+            meta.update(self._exit_fields(owned.process))
+        _, log_path = self._paths(str(meta["id"]))
+        tail = await asyncio.to_thread(_tail, log_path, 80)
+        return f"{self._format(meta, status)}\n{tail}"
+
+    def _spawn(self, command: str) -> _Owned:
+        directory = bg_directory(self.workspace)
+        directory.mkdir(parents=True, exist_ok=True)
+        started_at = _now()
+        starting = directory / f".starting-{uuid.uuid4().hex}.log"
+        log_fd = os.open(starting, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        gate_read, gate_write = os.pipe()
+        try:
+            process = subprocess.Popen(
+                [self.shell, "-c", _GATE, self.shell, command],
+                cwd=self.workspace,
+                stdin=gate_read,
+                stdout=log_fd,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                close_fds=True,
+            )
+        except BaseException:
+            os.close(log_fd)
+            os.close(gate_write)
+            with contextlib.suppress(OSError):
+                starting.unlink()
+            raise
+        finally:
+            os.close(gate_read)
+        pid = str(process.pid)
+        _, log_path = self._paths(pid)
+        try:
+            os.replace(starting, log_path)
+            header = f"$ {command}\ncwd: {self.workspace}\npid: {pid}\nstarted: {started_at}\n\n"
+            os.write(log_fd, header.encode("utf-8"))
+            meta: dict[str, Any] = {
+                "id": pid,
+                "command": command,
+                "cwd": str(self.workspace),
+                "pid": process.pid,
+                "pgid": process.pid,
+                "ownerPid": os.getpid(),
+                "startedAt": started_at,
+                "processStartedAt": _process_started_at(process.pid),
+                "log": f".tiny-agent/bg/{pid}.log",
+                "status": "running",
+            }
+            owned = _Owned(process, meta)
+            with self._lock:
+                self._owned[pid] = owned
+                self._write_meta(meta)
+        finally:
+            os.close(log_fd)
+            os.close(gate_write)  # opens the gate
+        threading.Thread(target=self._watch, args=(owned, log_path), name=f"bg-{pid}", daemon=True).start()
+        return owned
+
+    @staticmethod
+    def _exit_fields(process: subprocess.Popen[bytes]) -> dict[str, Any]:
+        code = process.returncode
+        if code is not None and code < 0:
+            try:
+                name: str | None = signal.Signals(-code).name
+            except ValueError:
+                name = str(-code)
+            return {"exitCode": None, "signal": name, "exitedAt": _now()}
+        return {"exitCode": code, "signal": None, "exitedAt": _now()}
+
+    def _watch(self, owned: _Owned, log_path: Path) -> None:
+        owned.process.wait()
+        fields = self._exit_fields(owned.process)
+        with contextlib.suppress(OSError), log_path.open("a", encoding="utf-8") as log:
+            code = "" if fields["exitCode"] is None else fields["exitCode"]
+            log.write(f"\nexited: {fields['exitedAt']}\nexitCode: {code}\nsignal: {fields['signal'] or ''}\n")
+        with self._lock:
+            owned.meta.update(status="stopped" if owned.stopping else "exited", **fields)
+            with contextlib.suppress(OSError):
+                self._write_meta(owned.meta)
+        owned.settled.set()
+
+    def _list(self, wanted: str) -> str:
+        directory = bg_directory(self.workspace)
+        metas = []
+        for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
+            if not path.stem.isdigit():
+                continue
+            try:
+                meta = self._read_meta(path.stem)
+            except ToolError:
+                continue
+            status = self._current_status(meta)
+            if wanted in ("all", status):
+                metas.append({**meta, "status": status})
+        metas.sort(key=lambda meta: (str(meta.get("startedAt", "")), int(meta.get("pid", 0) or 0)))
+        return json.dumps(metas, ensure_ascii=False, separators=(",", ":"))
+
+    def _status(self, pid: str, tail: int) -> str:
+        meta = self._read_meta(pid)
+        _, log_path = self._paths(pid)
+        return f"{self._format(meta)}\n{_tail(log_path, tail)}"
+
+    def _logs(self, pid: str, tail: int) -> str:
+        self._read_meta(pid)
+        _, log_path = self._paths(pid)
+        return _tail(log_path, tail) or "(no output)"
+
+    def _stop(self, pid: str) -> str:
+        meta = self._read_meta(pid)
+        status = self._current_status(meta)
+        if status != "running":
+            return self._format(meta, status)
+        with self._lock:
+            owned = self._owned.get(pid)
+            if owned is not None:
+                owned.stopping = True
+        process_id = int(meta["pid"])
+        group = int(meta.get("pgid") or process_id)
+        _kill_group(group, signal.SIGTERM)
+        deadline = time.monotonic() + self.stop_grace
+        while time.monotonic() < deadline:
+            if owned.settled.is_set() if owned is not None else not _running(process_id):
+                break
+            time.sleep(0.05)
+        _kill_group(group, signal.SIGKILL)  # also whatever of the group outlived its leader
+        if owned is not None:
+            owned.settled.wait(2.0)
+            with self._lock:
+                stopped = dict(owned.meta)
+            if stopped.get("status") == "running":  # the watcher is late; record the stop ourselves
+                stopped.update(status="stopped", exitedAt=_now())
+        else:
+            stopped = {**meta, "status": "stopped", "exitedAt": _now()}
+            with self._lock:
+                self._write_meta(stopped)
+        return self._format(stopped, "stopped")
