@@ -26,7 +26,6 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -47,6 +46,7 @@ from tiny_agent_core.agent.events import (
     ToolStarted,
 )
 from tiny_agent_core.errors import AgentBusyError, ProviderError, RecoveryBlockedError, TinyAgentError
+from tiny_agent_core.pricing import Cost, Overrides, price_request
 from tiny_agent_core.providers import client as provider_client
 from tiny_agent_core.providers.capture import RawCapture
 from tiny_agent_core.providers.client import ChatCompleted, ProviderClient
@@ -72,6 +72,21 @@ class _Aborted(Exception):
     """The in-flight work was cancelled by :meth:`Agent.abort` (internal control flow)."""
 
 
+class _Request:
+    """Identity and start time of one physical model request."""
+
+    __slots__ = ("attempt", "attempt_id", "operation_id", "started", "started_at_ms", "step_id", "step_kind")
+
+    def __init__(self, operation_id: str, step_id: str, attempt_id: str, attempt: int, step_kind: str) -> None:
+        self.operation_id = operation_id
+        self.step_id = step_id
+        self.attempt_id = attempt_id
+        self.attempt = attempt
+        self.step_kind = step_kind
+        self.started = time.monotonic()
+        self.started_at_ms = int(time.time() * 1000)
+
+
 @dataclass(frozen=True)
 class RunResult:
     """How an operation ended."""
@@ -85,32 +100,44 @@ class RunResult:
 
 @dataclass(frozen=True)
 class RequestRecord:
-    """What the agent learned about one physical model request, for the ledger (apart from the session file)."""
+    """What the agent learned about one physical model request, for the ledger (apart from the session file).
+
+    Emitted once the request's outcome is known: ``outcome`` is ``settled`` (an answer was committed) or
+    ``failed`` (``error_code`` ``model_error`` or ``aborted``).
+    """
 
     session_id: str
+    operation_id: str
+    step_id: str
     attempt_id: str
+    attempt: int
+    step_kind: str
     provider: str
     model: str
+    started_at_ms: int
+    finished_at_ms: int
+    outcome: Literal["settled", "failed"]
+    stop_reason: str | None
+    error_code: str | None
+    usage: Usage | None
+    cost: Cost
     response: NormalizedResponse | None
     error: ProviderError | None
     capture: RawCapture | None
-    latency_ms: float | None
+    latency_ms: float
     ttft_ms: float | None
 
 
 RequestRecorder = Callable[[RequestRecord], None]
-"""Receives each physical request after its outcome is committed (e.g. to write the SQLite ledger)."""
-
-Pricer = Callable[[str, str, Usage | None, Decimal | None], tuple[Decimal | None, str | None]]
-"""``(provider, model, usage, provider_cost) -> (cost, source)``; ``(None, None)`` when unknown."""
+"""Receives each physical request after its outcome is known (e.g. to write the SQLite ledger)."""
 
 
 class Agent:
     """Runs prompts in one open session; see the module docstring for the rules.
 
     ``tools`` are offered to the model in order; ``policy`` and ``approver`` decide which calls run.
-    ``on_event`` receives :mod:`~tiny_agent_core.agent.events` in order. ``record_request`` and ``price`` are
-    optional hooks for the ledger and the price table.
+    ``on_event`` receives :mod:`~tiny_agent_core.agent.events` in order; ``record_request`` receives every
+    physical request for the ledger; ``price_overrides`` are the user's prices (see :mod:`tiny_agent_core.pricing`).
     """
 
     def __init__(
@@ -128,7 +155,7 @@ class Agent:
         timeouts: Timeouts | None = None,
         on_event: EventSink | None = None,
         record_request: RequestRecorder | None = None,
-        price: Pricer | None = None,
+        price_overrides: Overrides | None = None,
     ) -> None:
         self.store = store
         self.client = client
@@ -142,7 +169,7 @@ class Agent:
         self._timeouts = timeouts
         self._on_event = on_event
         self._record_request = record_request
-        self._price = price
+        self._price_overrides = price_overrides
         self._busy = False
         self._cancel = asyncio.Event()
         self._work: asyncio.Task[Any] | None = None
@@ -509,26 +536,27 @@ class Agent:
         else:
             messages = [{"role": "system", "content": configuration.system_prompt}, *state.active_context]
             tools = self.tools.definitions() or None
-        started = time.monotonic()
+        request = _Request(operation.operation_id, step_id, attempt_id, attempt, step_kind)
         try:
             completed = await self._cancellable(
                 "compact" if cut is not None else "model", self._stream(messages, step_id, tools)
             )
         except _Aborted:
-            self._record(attempt_id, None, None, started)
+            self._record(request, None, None, "aborted")
             return  # the planner closes the attempt (abort first)
         except ProviderError as error:
             self._commit_model_error(step_id, attempt_id, error, live=live)
-            self._record(attempt_id, None, error, started)
+            self._record(request, None, error, "model_error")
             return
-        self._record(attempt_id, completed, None, started)
         response = completed.response
         usage_facts = self._usage_facts(operation.operation_id, attempt_id, response.usage)
         if self._cancel.is_set():  # a late response loses the race with the abort: keep its usage only
             self.store.append([*usage_facts, self._step_failed(step_id, attempt_id, "aborted", "Operation aborted")])
+            self._record(request, completed, None, "aborted")
             return
         if cut is not None:
-            self._settle_compaction(response, cut, step_id, attempt_id, usage_facts, live=live)
+            settled = self._settle_compaction(response, cut, step_id, attempt_id, usage_facts, live=live)
+            self._record(request, completed, None, None if settled else "model_error")
             return
         entry_id = facts.new_id()
         self.store.append(
@@ -543,7 +571,8 @@ class Agent:
                 *usage_facts,
             ]
         )
-        self._step_finished(step_id, attempt_id, completed)
+        cost = self._record(request, completed, None, None)
+        self._step_finished(step_id, attempt_id, completed, cost)
         for index, call in enumerate(response.message.calls):
             self._emit(ToolCallProposed(step_id, index, call.id, call.function.name, call.function.arguments))
         if response.message.calls:
@@ -563,7 +592,8 @@ class Agent:
         usage_facts: list[dict[str, Any]],
         *,
         live: bool,
-    ) -> None:
+    ) -> bool:
+        """Commit the compaction entry, or the failure of an invalid summary; True when it settled."""
         operation = self.store.state.operation
         assert operation.kind == "compaction"
         summary = (response.message.content or "").strip()
@@ -573,7 +603,7 @@ class Agent:
             self.store.append([*usage_facts, failed])
             if live:
                 self._fail("model_error", message)
-            return
+            return False
         source = self.store.state.message_entries()
         self.store.append(
             [
@@ -587,10 +617,10 @@ class Agent:
                 ),
             ]
         )
+        return True
 
-    def _step_finished(self, step_id: str, attempt_id: str, completed: ChatCompleted) -> None:
+    def _step_finished(self, step_id: str, attempt_id: str, completed: ChatCompleted, cost: Cost) -> None:
         response = completed.response
-        cost, source = self._cost(response)
         timings = completed.capture.timings
         self._emit(
             StepFinished(
@@ -599,8 +629,8 @@ class Agent:
                 response.message,
                 response.stop_reason,
                 response.usage,
-                cost,
-                source,
+                cost.amount,
+                cost.source,
                 response.repairs,
                 response.dropped,
                 timings.done_ms,
@@ -654,41 +684,63 @@ class Agent:
         else:
             self._last_outcome = RunResult("failed", error=error)
 
-    def _cost(self, response: NormalizedResponse) -> tuple[Decimal | None, str | None]:
-        if self._price is None:
-            if response.provider_cost is not None:
-                return response.provider_cost, "provider"
-            return None, None
+    def _price(self, response: NormalizedResponse | None) -> Cost:
+        usage = response.usage if response is not None else None
+        provider_cost = response.provider_cost if response is not None else None
         try:
-            return self._price(self.profile.id, self.model, response.usage, response.provider_cost)
+            return price_request(
+                provider=self.profile.id,
+                model=self.model,
+                usage=usage,
+                provider_cost=provider_cost,
+                overrides=self._price_overrides,
+            )
         except Exception:  # pricing is best effort and never fails a request
             _log.warning("pricing failed", exc_info=True)
-            return None, None
+            return Cost(None, None, detail="pricing failed")
 
     def _record(
-        self, attempt_id: str, completed: ChatCompleted | None, error: ProviderError | None, started: float
-    ) -> None:
+        self,
+        request: _Request,
+        completed: ChatCompleted | None,
+        error: ProviderError | None,
+        error_code: str | None,
+    ) -> Cost:
+        """Price the request and hand its record to the ledger hook; returns the cost."""
+        response = completed.response if completed is not None else None
+        cost = self._price(response)
         if self._record_request is None:
-            return
+            return cost
         capture = completed.capture if completed is not None else self._capture
         timings = capture.timings if capture is not None else None
+        elapsed = (time.monotonic() - request.started) * 1000
         record = RequestRecord(
             session_id=self.store.session_id,
-            attempt_id=attempt_id,
+            operation_id=request.operation_id,
+            step_id=request.step_id,
+            attempt_id=request.attempt_id,
+            attempt=request.attempt,
+            step_kind=request.step_kind,
             provider=self.profile.id,
             model=self.model,
-            response=completed.response if completed is not None else None,
+            started_at_ms=request.started_at_ms,
+            finished_at_ms=request.started_at_ms + int(elapsed),
+            outcome="failed" if error_code else "settled",
+            stop_reason=response.stop_reason if response is not None else None,
+            error_code=error_code,
+            usage=response.usage if response is not None else (error.usage if error is not None else None),
+            cost=cost,
+            response=response,
             error=error,
             capture=capture,
-            latency_ms=timings.done_ms
-            if timings and timings.done_ms is not None
-            else (time.monotonic() - started) * 1000,
-            ttft_ms=timings.first_token_ms if timings else None,
+            latency_ms=timings.done_ms if timings is not None and timings.done_ms is not None else elapsed,
+            ttft_ms=timings.first_token_ms if timings is not None else None,
         )
         try:
             self._record_request(record)
         except Exception:  # the ledger is derived data; a failure must not break the run
             _log.warning("recording the request failed", exc_info=True)
+        return cost
 
     # -- tool steps -------------------------------------------------------------------------------------------
 
