@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from tiny_agent_core.cli import chat, index, price, session, wire
+from tiny_agent_core.cli import chat, index, price, run, session, wire
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     chat.register(subparsers)
     session.register(subparsers)
     price.register(subparsers)
+    run.register(subparsers)
     return parser
 
 

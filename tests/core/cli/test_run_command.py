@@ -1,0 +1,87 @@
+"""``tiny-agent run`` end to end in a real subprocess against the loopback provider."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.core.agent.conftest import text_reply, tool_reply
+from tests.loopback import LoopbackServer, Reply
+from tiny_agent_core.session.reducer import SYNTHETIC_CONTENT, reduce_session
+
+KEY = "sk-run-command-secret-0123456789abcdef"
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _run(tmp_path: Path, server: LoopbackServer, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    env = {
+        **os.environ,
+        "TEST_KEY": KEY,
+        "TINY_AGENT_DATA_DIR": str(tmp_path / "data"),
+        "NO_PROXY": "*",
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "tiny_agent_core", "run", "--base-url", server.base_url, "--model", "m",
+         "--api-key-env", "TEST_KEY", *args],
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=120, check=False,
+    )  # fmt: skip
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc, json.loads(proc.stderr.strip().splitlines()[-1])
+
+
+def test_run_with_an_allowed_tool_and_one_not_offered(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "notes.txt").write_text("remember the milk\n")
+    with LoopbackServer() as server:
+        server.queue(
+            tool_reply(("c1", "read", '{"path": "notes.txt"}'), ("c2", "bash", '{"command": "touch hacked"}')),
+            text_reply("You need milk."),
+        )
+        proc, summary = _run(tmp_path, server, "--workspace", str(workspace), "--allow", "read", "what do I need?")
+        offered = [tool["function"]["name"] for tool in server.requests[0].json()["tools"]]
+        tool_messages = server.requests[1].json()["messages"][-2:]
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "You need milk."
+    assert offered == ["read"]
+    assert tool_messages[0]["content"] == "remember the milk"
+    assert tool_messages[1]["content"] == SYNTHETIC_CONTENT["unknownTool"]  # not offered, so never run
+    assert not (workspace / "hacked").exists()
+    assert summary["outcome"] == "completed"
+    assert summary["usage"] == {"input": 30, "output": 7, "cacheRead": 0, "cacheWrite": 0}
+    assert summary["cost"] is None  # a custom endpoint has no price: unknown, not $0
+    assert summary["costUnknownRequests"] == 2
+    files = list((workspace / ".tiny-agent" / "sessions").glob("*.jsonl"))
+    assert len(files) == 1
+    assert summary["sessionId"] in files[0].name
+    assert reduce_session(files[0].read_bytes()).operation.kind == "idle"
+    for path in [*workspace.rglob("*"), *(tmp_path / "data").rglob("*")]:
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path
+
+
+def test_run_failure_exits_2_with_a_typed_error_and_continue_the_session(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with LoopbackServer() as server:
+        server.queue(Reply.error(401, {"error": {"message": "bad key"}}))
+        proc, summary = _run(tmp_path, server, "--workspace", str(workspace), "hello")
+        assert proc.returncode == 2
+        assert summary["outcome"] == "failed"
+        assert summary["error"]["kind"] == "http_error"
+        assert summary["error"]["status"] == 401
+        server.queue(text_reply("hi again"))
+        proc, again = _run(tmp_path, server, "--workspace", str(workspace), "--session", summary["sessionId"], "retry")
+    assert proc.returncode == 0, proc.stderr
+    assert again["sessionId"] == summary["sessionId"]
+    index = subprocess.run(
+        [sys.executable, "-m", "tiny_agent_core", "sessions", "--workspace", str(workspace), "--json"],
+        capture_output=True, text=True, cwd=ROOT, timeout=60, check=True,
+        env={**os.environ, "TINY_AGENT_DATA_DIR": str(tmp_path / "data")},
+    )  # fmt: skip
+    listed = json.loads(index.stdout)
+    assert [item["id"] for item in listed] == [summary["sessionId"]]
