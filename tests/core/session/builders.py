@@ -259,7 +259,7 @@ class SessionScript:
         """A completed compaction keeping the last ``keep`` messages (the cut is moved back to a user message)."""
         source = list(self.messages)
         cut = max(1, len(source) - keep)
-        while cut > 1 and source[cut][1]["role"] != "user":
+        while 1 < cut < len(source) and source[cut][1]["role"] != "user":
             cut -= 1
         operation_id, result_id = facts.new_id(), facts.new_id()
         step_id, attempt_id = facts.new_id(), facts.new_id()
@@ -279,7 +279,11 @@ class SessionScript:
         self.commit([self.step_attempt(operation_id, step_id, attempt_id, kind="compaction")])
         self.commit(
             [
-                facts.attempt_usage(operation_id=operation_id, attempt_id=attempt_id, usage={"input": 5, "output": 1, "cacheRead": 0, "cacheWrite": 0}),
+                facts.attempt_usage(
+                    operation_id=operation_id,
+                    attempt_id=attempt_id,
+                    usage={"input": 5, "output": 1, "cacheRead": 0, "cacheWrite": 0},
+                ),
                 facts.compaction_entry(
                     result_entry_id=result_id,
                     operation_id=operation_id,

@@ -1,0 +1,326 @@
+"""The session store: file naming and mode, header, O(1) validated appends, torn-tail repair, locking."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.core.session.builders import Call, SessionScript
+from tiny_agent_core.errors import SessionCorruption, SessionError, SessionLockedError, TransactionRejectedError
+from tiny_agent_core.session import (
+    SessionStore,
+    environment_identity,
+    facts,
+    find_session,
+    reduce_session,
+    session_file_name,
+    state_to_json,
+)
+
+NAME = re.compile(
+    r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z_[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\.jsonl"
+)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Any:
+    with SessionStore.create(tmp_path, model="test/model", environment="fixture") as created:
+        yield created
+
+
+def run_facts(content: str = "hello") -> list[dict[str, Any]]:
+    entry_id = facts.new_id()
+    return [
+        facts.user_entry(content, entry_id=entry_id),
+        facts.run_started(operation_id=facts.new_id(), input_entry_id=entry_id),
+    ]
+
+
+def test_create_names_the_file_and_writes_the_exact_header(tmp_path: Path) -> None:
+    now = datetime(2026, 8, 3, 3, 55, 50, 62_000, tzinfo=UTC)
+    with SessionStore.create(tmp_path, model="m/x", now=now) as store:
+        assert store.path.parent == Path(os.path.realpath(tmp_path / ".tiny-agent" / "sessions"))
+        assert store.path.name == f"2026-08-03T03-55-50-062Z_{store.session_id}.jsonl"
+        assert NAME.fullmatch(store.path.name)
+        assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
+        lines = store.path.read_bytes().split(b"\n")
+        assert lines[1:] == [b""]
+        header = json.loads(lines[0])
+        assert list(header) == ["kind", "version", "id", "createdAt", "cwd", "provider", "model", "environmentIdentity"]
+        assert header == {
+            "kind": "header",
+            "version": 2,
+            "id": store.session_id,
+            "createdAt": int(now.timestamp() * 1000),
+            "cwd": os.path.realpath(tmp_path),
+            "provider": "openrouter",
+            "model": "m/x",
+            "environmentIdentity": environment_identity(tmp_path),
+        }
+        assert store.session_id == store.session_id.lower()
+        assert store.state.repaired_length == len(lines[0]) + 1
+
+
+def test_create_is_exclusive(tmp_path: Path) -> None:
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    identifier = facts.new_id()
+    SessionStore.create(tmp_path, model="m", now=now, session_id=identifier).close()
+    with pytest.raises(FileExistsError):
+        SessionStore.create(tmp_path, model="m", now=now, session_id=identifier)
+
+
+def test_create_rejects_a_bad_header_without_creating_a_file(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="INVALID_HEADER"):
+        SessionStore.create(tmp_path, model="")
+    assert not (tmp_path / ".tiny-agent").exists()
+
+
+def test_environment_identity_prefers_a_nonempty_override(tmp_path: Path) -> None:
+    assert environment_identity(tmp_path, {}) == os.path.realpath(tmp_path)
+    assert environment_identity(tmp_path, {"TINY_AGENT_ENVIRONMENT_IDENTITY": "  "}) == os.path.realpath(tmp_path)
+    assert environment_identity(tmp_path, {"TINY_AGENT_ENVIRONMENT_IDENTITY": " ci-box "}) == "ci-box"
+
+
+def test_append_fills_id_seq_timestamp_and_writes_one_line(store: SessionStore) -> None:
+    before = store.path.read_bytes()
+    committed = store.append(run_facts("héllo 中"))
+    assert [fact["seq"] for fact in committed] == [1, 2]
+    assert committed[0]["timestamp"] == committed[1]["timestamp"]
+    assert all(re.fullmatch(r"[0-9a-f-]{36}", fact["id"]) for fact in committed)
+    data = store.path.read_bytes()
+    line = data[len(before) :]
+    assert line.endswith(b"\n")
+    assert line.count(b"\n") == 1
+    assert "héllo 中".encode() in line  # ensure_ascii=False
+    assert b", " not in line
+    assert b": " not in line
+    assert json.loads(line) == committed  # several facts: an array
+    single = store.append(
+        facts.step_attempt(
+            operation_id=committed[1]["record"]["operationId"],
+            step_id=facts.new_id(),
+            attempt_id=facts.new_id(),
+            context_through_entry_id=committed[0]["id"],
+            configuration_snapshot=facts.configuration_snapshot(
+                model="m", system_prompt_digest=facts.system_prompt_digest("p")
+            ),
+        )
+    )
+    assert json.loads(store.path.read_bytes().split(b"\n")[-2]) == single[0]  # one fact: an object
+    assert state_to_json(store.state) == state_to_json(reduce_session(store.path.read_bytes()))
+
+
+def test_rejected_append_changes_nothing(store: SessionStore) -> None:
+    store.append(run_facts())
+    data = store.path.read_bytes()
+    state = json.dumps(state_to_json(store.state))
+    next_seq = store.state.next_seq
+    bad_transactions: list[Any] = [
+        run_facts(),  # a run while a run is active
+        [
+            facts.user_entry("ok"),
+            {"kind": "entry", "entry": {"type": "message", "message": {"role": "system", "content": "x"}}},
+        ],
+        {
+            "kind": "usage",
+            "operationId": facts.new_id(),
+            "attemptId": facts.new_id(),
+            "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0},
+        },
+        {"kind": "entry", "entry": {"type": "message", "message": {"role": "user", "content": "\ud800"}}},
+        {"kind": "entry", "entry": {"type": "message", "message": {"role": "user", "content": float("nan")}}},
+        {"kind": "entry", "entry": object()},
+        [],
+    ]
+    for transaction in bad_transactions:
+        with pytest.raises(TransactionRejectedError) as caught:
+            store.append(transaction)
+        assert caught.value.code
+        assert store.path.read_bytes() == data
+        assert json.dumps(state_to_json(store.state)) == state
+        assert store.state.next_seq == next_seq
+    assert caught.value.code == "EMPTY_TRANSACTION"
+    # And the store still works.
+    assert store.append(
+        facts.abort_requested(
+            operation_id=json.loads(data.split(b"\n")[1])[1]["record"]["operationId"],
+            operation_kind="run",
+            phase="model",
+        )
+    )
+
+
+def test_rejected_append_reports_the_reducer_code(store: SessionStore) -> None:
+    with pytest.raises(TransactionRejectedError) as caught:
+        store.append(facts.run_started(operation_id=facts.new_id(), input_entry_id=facts.new_id()))
+    assert (caught.value.code, caught.value.line, caught.value.seq) == ("INVALID_REFERENCE", 2, 1)
+    assert "nothing was written" in str(caught.value)
+
+
+def test_writer_output_re_reduces_to_the_same_state(store: SessionStore) -> None:
+    script = SessionScript(store=store)
+    script.run("one", [[Call("read"), Call("nope", "{", outcome="invalidArguments")], "done"])
+    script.compact()
+    script.run("two", [[Call("bash", '{"command":"false"}', "exit 1", "error")], "ok"])
+    script.run("three", [[Call("write", "{}", outcome="pending")]], finish="open")
+    assert state_to_json(store.state) == state_to_json(reduce_session(store.path.read_bytes()))
+    assert store.state.operation.kind == "run"
+
+
+def test_open_repairs_a_torn_tail_before_any_append(store: SessionStore) -> None:
+    store.append(run_facts())
+    path = store.path
+    committed = path.read_bytes()
+    store.close()
+    with open(path, "ab") as handle:
+        handle.write(b'[{"kind":"entry","seq":3,"id":"01')
+    with SessionStore.open(path) as reopened:
+        assert path.read_bytes() == committed
+        assert reopened.state.fact_count == 2
+        reopened.append(
+            facts.abort_requested(
+                operation_id=reopened.state.operation.operation_id, operation_kind="run", phase="model"
+            )
+        )  # type: ignore[union-attr]
+    reduce_session(path.read_bytes())
+
+
+def test_read_only_open_leaves_a_torn_tail_alone(store: SessionStore) -> None:
+    store.close()
+    with open(store.path, "ab") as handle:
+        handle.write(b"{torn")
+    with SessionStore.open(store.path, read_only=True) as reader:
+        assert reader.read_only
+        assert store.path.read_bytes().endswith(b"{torn")
+        with pytest.raises(SessionError, match="read-only"):
+            reader.append(run_facts())
+
+
+def test_open_rechmods_to_0600(store: SessionStore) -> None:
+    store.close()
+    os.chmod(store.path, 0o644)
+    SessionStore.open(store.path).close()
+    assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
+
+
+def test_open_requires_the_header_id_to_match_the_file_name(store: SessionStore, tmp_path: Path) -> None:
+    store.close()
+    other = store.path.with_name(session_file_name(datetime.now(UTC), facts.new_id()))
+    other.write_bytes(store.path.read_bytes())
+    with pytest.raises(SessionError, match="does not match header"):
+        SessionStore.open(other)
+    with pytest.raises(SessionError, match="does not match header"):
+        SessionStore.open(other, read_only=True)
+    plain = tmp_path / "session.jsonl"
+    plain.write_bytes(store.path.read_bytes())
+    with pytest.raises(SessionError, match="Not a session file name"):
+        SessionStore.open(plain)
+
+
+def test_open_refuses_a_corrupt_file_and_a_symlink(store: SessionStore, tmp_path: Path) -> None:
+    store.close()
+    with open(store.path, "ab") as handle:
+        handle.write(b"[]\n")
+    with pytest.raises(SessionCorruption) as caught:
+        SessionStore.open(store.path)
+    assert caught.value.code == "EMPTY_TRANSACTION"
+    target = tmp_path / "elsewhere.jsonl"
+    target.write_bytes(b"")
+    fresh = store.path.parent / session_file_name(datetime.now(UTC), facts.new_id())
+    fresh.symlink_to(target)
+    with pytest.raises(OSError, match="symbolic links"):
+        SessionStore.open(fresh)
+
+
+def test_a_second_writer_is_refused_but_reading_works(store: SessionStore) -> None:
+    store.append(run_facts())
+    with pytest.raises(SessionLockedError, match="open for writing elsewhere"):
+        SessionStore.open(store.path)
+    with SessionStore.open(store.path, read_only=True) as reader:
+        assert reader.state.fact_count == 2
+        store.append(
+            facts.abort_requested(operation_id=reader.state.operation.operation_id, operation_kind="run", phase="model")
+        )  # type: ignore[union-attr]
+        assert reader.refresh() == 1
+        assert state_to_json(reader.state) == state_to_json(store.state)
+    store.close()
+    with SessionStore.open(store.path) as second:
+        assert second.state.fact_count == 3
+
+
+def test_closed_store_refuses_appends(store: SessionStore) -> None:
+    store.close()
+    store.close()
+    assert store.closed
+    with pytest.raises(SessionError, match="closed"):
+        store.append(run_facts())
+
+
+def test_commit_observers_see_committed_facts_and_cannot_break_appends(store: SessionStore) -> None:
+    seen: list[list[dict[str, Any]]] = []
+    store.observe_commits(seen.append)
+    store.observe_commits(lambda committed: 1 / 0)  # type: ignore[func-returns-value]
+    committed = store.append(run_facts())
+    assert seen == [committed]
+    with pytest.raises(TransactionRejectedError):
+        store.append(run_facts())
+    assert len(seen) == 1
+
+
+def test_failed_write_is_undone(store: SessionStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    store.append(run_facts())
+    data = store.path.read_bytes()
+    state = json.dumps(state_to_json(store.state))
+    real_fsync = os.fsync
+
+    def failing_fsync(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    with pytest.raises(SessionError, match="Could not write"):
+        store.append(
+            facts.abort_requested(operation_id=store.state.operation.operation_id, operation_kind="run", phase="model")
+        )  # type: ignore[union-attr]
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    assert json.dumps(state_to_json(store.state)) == state
+    if not store.closed:
+        assert store.path.read_bytes() == data
+
+
+def test_find_session_by_id(store: SessionStore, tmp_path: Path) -> None:
+    assert find_session(tmp_path, store.session_id) == store.path
+    with pytest.raises(SessionError, match="Invalid session ID"):
+        find_session(tmp_path, "nope")
+    with pytest.raises(SessionError, match="Session not found"):
+        find_session(tmp_path, facts.new_id())
+    with pytest.raises(SessionError, match="Session not found"):
+        find_session(tmp_path / "missing", store.session_id)
+    duplicate = store.path.with_name("2020-01-01T00-00-00-000Z_" + store.session_id + ".jsonl")
+    duplicate.write_bytes(store.path.read_bytes())
+    with pytest.raises(SessionError, match="Duplicate session ID"):
+        find_session(tmp_path, store.session_id)
+
+
+def test_append_cost_does_not_grow_with_the_file(store: SessionStore) -> None:
+    """O(1) per append: the file is never re-read (reads are counted)."""
+    script = SessionScript(store=store)
+    for index in range(20):
+        script.run(f"task {index}", [[Call("read")], "done"])
+    reads: list[int] = []
+    real_read = os.read
+
+    def counting_read(fd: int, size: int) -> bytes:
+        reads.append(size)
+        return real_read(fd, size)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "read", counting_read)
+        script.run("more", [[Call("read")], "done"])
+    assert reads == []
