@@ -24,9 +24,12 @@ show ``str(error)``, which is always a sentence a user can act on::
     │   └── SessionLockedError         the session is open for writing elsewhere
     ├── LedgerError                the SQLite index / ledger
     │   └── LedgerVersionError         the database was written by a newer, incompatible version of the app
-    └── AgentError                 the agent loop
-        ├── AgentBusyError             an operation is already running, or the session has an unfinished one
-        └── RecoveryBlockedError       crash recovery cannot continue safely (``reason``); the user must choose
+    ├── AgentError                 the agent loop
+    │   ├── AgentBusyError             an operation is already running, or the session has an unfinished one
+    │   └── RecoveryBlockedError       crash recovery cannot continue safely (``reason``); the user must choose
+    ├── ToolError                  a tool refused or failed; its message is the model-facing ``Error: …`` text
+    │   └── PathOutsideWorkspace       a file tool's path resolves outside the workspace (tools/guard.py)
+    └── ToolAborted                a tool execution was cut short by cancel; its effects are unknown
 
 ``ProviderError.usage`` carries usage already parsed when a response was rejected after its usage was read, so
 the caller can still record what the request cost (the reference persists it with ``stepFailed``).
@@ -225,3 +228,14 @@ class RecoveryBlockedError(AgentError):
             "or abort the unfinished operation."
         )
         self.reason = reason
+
+
+class ToolError(TinyAgentError):
+    """A tool refused or failed; its message becomes the model-facing ``Error: <message>`` content."""
+
+
+class ToolAborted(TinyAgentError):
+    """The ``cancel`` event was set: the execution stopped and its effects are unknown (``interrupted``)."""
+
+    def __init__(self) -> None:
+        super().__init__("Operation aborted")

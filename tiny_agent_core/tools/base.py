@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from tiny_agent_core.errors import TinyAgentError
+from tiny_agent_core.errors import ToolAborted, ToolError
 
 __all__ = [
     "MAX_TOOL_OUTPUT",
@@ -58,17 +58,6 @@ MAX_TOOL_LINES = 2_000
 
 Replay = Literal["safe", "never"]
 """Whether a started-but-unfinished call may be executed again during recovery (notes §5.10)."""
-
-
-class ToolError(TinyAgentError):
-    """A tool refused or failed; its message becomes the model-facing ``Error: <message>`` content."""
-
-
-class ToolAborted(TinyAgentError):
-    """The ``cancel`` event was set: the execution stopped and its effects are unknown (``interrupted``)."""
-
-    def __init__(self) -> None:
-        super().__init__("Operation aborted")
 
 
 @dataclass(frozen=True, slots=True)

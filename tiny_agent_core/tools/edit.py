@@ -149,7 +149,7 @@ class EditTool(BuiltinTool):
     async def run(self, args: Mapping[str, Any], cancel: asyncio.Event | None) -> str:
         requested = required_string(args.get("path"), "path")
         edits = required_edits(args.get("edits"))
-        path = self.guard.resolve(requested)
+        path = self.guard.resolve_writable(requested)
         await asyncio.to_thread(self._edit, path, requested, edits)
         return f"Successfully replaced {len(edits)} block(s) in {requested}."
 
@@ -164,7 +164,7 @@ class EditTool(BuiltinTool):
         try:
             requested = required_string(args.get("path"), "path")
             edits = required_edits(args.get("edits"))
-            path = self.guard.resolve(requested)
+            path = self.guard.resolve_writable(requested)
             before = read_for_preview(path)
             if before is None:
                 raise ToolError(f"{requested} does not exist")

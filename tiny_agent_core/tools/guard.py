@@ -87,6 +87,21 @@ class WorkspaceGuard:
             message = f"Path {requested} is outside {where}; file tools are limited to the workspace."
         raise PathOutsideWorkspace(message, requested=requested, resolved=real)
 
+    def resolve_writable(self, requested: str) -> Path:
+        """As :meth:`resolve`, and refuses the session files tiny-agent keeps under ``.tiny-agent/sessions``.
+
+        The model must not be able to rewrite the durable record of what it did (``bash`` still could; its guard
+        is the approval policy).
+        """
+        path = self.resolve(requested)
+        for root in self._roots:
+            sessions = _real(root / ".tiny-agent" / "sessions")
+            if path == sessions or path.is_relative_to(sessions):
+                raise ToolError(
+                    f"Path {requested} is inside the tiny-agent session folder; file tools may not change it."
+                )
+        return path
+
     def _describe_roots(self) -> str:
         if len(self._roots) == 1:
             return f"the workspace {self._workspace}"

@@ -59,7 +59,7 @@ class WriteTool(BuiltinTool):
         content = args.get("content")
         if not isinstance(content, str):
             raise ToolError("content must be a string")
-        return requested, content, self.guard.resolve(requested)
+        return requested, content, self.guard.resolve_writable(requested)
 
     async def run(self, args: Mapping[str, Any], cancel: asyncio.Event | None) -> str:
         requested, content, path = self._arguments(args)
@@ -70,7 +70,7 @@ class WriteTool(BuiltinTool):
     def _write(self, path: Path, requested: str, data: bytes) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         # the directories just made are plain names under a checked prefix; check again all the same
-        self.guard.resolve(str(path))
+        self.guard.resolve_writable(str(path))
         atomic_write(path, data, requested=requested)
 
     def preview(self, args: Mapping[str, Any]) -> Preview | None:

@@ -161,3 +161,21 @@ async def test_file_tools_refuse_directly(layout: tuple[Path, Path]) -> None:
     for tool in (ReadTool(guard), WriteTool(guard), EditTool(guard)):
         outcome = await tool.execute(call_args(tool.name, str(outside / "secret.txt")))
         assert outcome.is_error
+
+
+@pytest.mark.parametrize("tool_name", ["write", "edit"])
+async def test_file_tools_may_not_change_session_files(tmp_path: Path, tool_name: str) -> None:
+    sessions = tmp_path / ".tiny-agent" / "sessions"
+    sessions.mkdir(parents=True)
+    target = sessions / "s.jsonl"
+    target.write_text('{"kind":"header"}\n')
+    tool = {t.name: t for t in builtin_tools(tmp_path)}[tool_name]
+    args = (
+        {"path": ".tiny-agent/sessions/s.jsonl", "content": "x"}
+        if tool_name == "write"
+        else {"path": ".tiny-agent/sessions/s.jsonl", "edits": [{"oldText": "header", "newText": "x"}]}
+    )
+    outcome = await tool.execute(args)
+    assert outcome.is_error
+    assert "session folder" in outcome.content
+    assert target.read_text() == '{"kind":"header"}\n'
