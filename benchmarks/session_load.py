@@ -1,0 +1,89 @@
+"""Load-and-validate time of a generated 100,000-fact session (the strict reducer is linear in the file size).
+
+    .venv/bin/python benchmarks/session_load.py [--facts 100000] [--repeat 3]
+
+Generates a valid session (runs of three tool steps with ~700-character results, some non-ASCII, a final
+answer, a compaction every 500 runs; ~60 MB), writes it to a temporary file, then times reading the file and
+reducing it (``reduce_session``: framing, strict JSON, every reducer rule) ``--repeat`` times. Prints one JSON
+object with the median and each run in seconds, throughput, and what one append would cost a naive writer that
+re-reads and re-reduces the file (one load) next to the store's O(1) append at that size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.core.session.builders import generate_session
+from tiny_agent_core.session import SessionStore, facts, reduce_session
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--facts", type=int, default=100_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    started = time.perf_counter()
+    data = generate_session(args.facts)
+    generated = time.perf_counter() - started
+    with tempfile.TemporaryDirectory() as folder:
+        store = SessionStore.create(folder, model="test/model", environment="bench")
+        path = store.path
+        store.close()
+        header = reduce_session(data).header
+        # Same content under a proper session file name, with this header's id.
+        path.write_bytes(data.replace(header.id.encode(), store.session_id.encode(), 1))
+        runs = []
+        cpu = []
+        for _ in range(args.repeat):
+            start, start_cpu = time.perf_counter(), time.process_time()
+            state = reduce_session(path.read_bytes())
+            runs.append(time.perf_counter() - start)
+            cpu.append(time.process_time() - start_cpu)
+        with SessionStore.open(path) as writer:  # an append at this size, for comparison
+            appends = []
+            for _ in range(20):
+                entry = facts.new_id()
+                batch = [
+                    facts.user_entry("hi", entry_id=entry),
+                    facts.run_started(operation_id=facts.new_id(), input_entry_id=entry),
+                ]
+                start = time.perf_counter()
+                writer.append(batch)
+                appends.append(time.perf_counter() - start)
+                writer.append(
+                    facts.abort_requested(
+                        operation_id=writer.state.operation.operation_id, operation_kind="run", phase="model"
+                    )
+                )  # type: ignore[union-attr]
+                writer.append(facts.operation_aborted(operation_id=writer.state.operation.operation_id))  # type: ignore[union-attr]
+    median = statistics.median(runs)
+    append = statistics.median(appends)
+    print(
+        json.dumps(
+            {
+                "facts": state.fact_count,
+                "lines": state.line_count,
+                "file_mb": round(len(data) / 1e6, 1),
+                "generate_s": round(generated, 2),
+                "load_validate_median_s": round(median, 3),
+                "load_validate_runs_s": [round(value, 3) for value in runs],
+                "load_validate_cpu_s": [round(value, 3) for value in cpu],
+                "mb_per_s": round(len(data) / 1e6 / median, 1),
+                "store_append_median_ms_at_this_size": round(append * 1000, 3),
+                "naive_append_at_this_size_s": round(median, 3),
+                "naive_over_store_append": round(median / append),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
