@@ -304,6 +304,8 @@ class SessionStore:
         values = [facts] if isinstance(facts, Mapping) else list(facts)
         if not values:
             raise TransactionRejectedError("EMPTY_TRANSACTION", self._state.line_count + 1)
+        if not all(isinstance(value, Mapping) for value in values):
+            raise TransactionRejectedError("INVALID_FACT", self._state.line_count + 1)
         with self._mutex:
             fd = self._writable_fd()
             state = self._state

@@ -137,6 +137,7 @@ def test_rejected_append_changes_nothing(store: SessionStore) -> None:
         {"kind": "entry", "entry": {"type": "message", "message": {"role": "user", "content": "\ud800"}}},
         {"kind": "entry", "entry": {"type": "message", "message": {"role": "user", "content": float("nan")}}},
         {"kind": "entry", "entry": object()},
+        ["not a fact"],
         [],
     ]
     for transaction in bad_transactions:
