@@ -1,0 +1,98 @@
+"""What the window needs from the core, in one place and without Qt: open or create sessions, build agents.
+
+The GUI holds no business rules; it asks the workbench. Opening a session another window or a CLI is writing gives
+a read-only view with the reason, never an error: the user can still read it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tiny_agent_core.agent.events import EventSink
+from tiny_agent_core.agent.loop import Agent, RequestRecorder
+from tiny_agent_core.agent.recording import LedgerRecorder
+from tiny_agent_core.errors import SessionLockedError
+from tiny_agent_core.pricing import Overrides
+from tiny_agent_core.providers.client import ProviderClient
+from tiny_agent_core.providers.profiles import ProviderProfile
+from tiny_agent_core.providers.transport import Timeouts
+from tiny_agent_core.session.store import SessionStore
+from tiny_agent_core.tools.approval import ApprovalPolicy, Approver, ToolSettings
+from tiny_agent_core.tools.registry import builtin_tools
+
+
+@dataclass
+class OpenedSession:
+    """A session open in the window."""
+
+    store: SessionStore
+    read_only_reason: str | None = None
+    """Why the session could only be opened read-only (another writer holds it); ``None`` when writable."""
+
+    @property
+    def workspace(self) -> Path:
+        """The workspace the session belongs to: the folder holding its ``.tiny-agent/sessions/``."""
+        return self.store.path.parent.parent.parent
+
+    @property
+    def read_only(self) -> bool:
+        """True when prompts cannot be sent in this session."""
+        return self.store.read_only
+
+
+def open_session(path: Path) -> OpenedSession:
+    """Open ``path`` for writing, or read-only with the reason when another window or process is writing it.
+
+    Raises :class:`~tiny_agent_core.errors.SessionCorruption` for a corrupt file.
+    """
+    try:
+        return OpenedSession(SessionStore.open(path))
+    except SessionLockedError as error:
+        reason = f"{error} It is shown read-only; close it there to continue here."
+        return OpenedSession(SessionStore.open(path, read_only=True), reason)
+
+
+def create_session(workspace: Path, profile: ProviderProfile, model: str) -> OpenedSession:
+    """A new session in ``workspace`` for ``profile`` and ``model``."""
+    return OpenedSession(SessionStore.create(workspace, model=model, provider=profile.id))
+
+
+def build_agent(
+    session: OpenedSession,
+    *,
+    client: ProviderClient,
+    profile: ProviderProfile,
+    model: str,
+    api_key: str | None,
+    approver: Approver,
+    tool_settings: ToolSettings,
+    on_event: EventSink,
+    ledger: sqlite3.Connection | None = None,
+    price_overrides: Overrides | None = None,
+    tool_names: Sequence[str] | None = None,
+    timeouts: Timeouts | None = None,
+) -> Agent:
+    """An agent for a writable session: the built-in tools (within the workspace's allowed roots), the approval
+    policy over ``tool_settings`` (standing permissions), the ledger recorder when ``ledger`` is given."""
+    workspace = session.workspace
+    recorder: RequestRecorder | None = None
+    if ledger is not None:
+        recorder = LedgerRecorder(ledger, session.store.path, workspace, secrets=[api_key] if api_key else [])
+    return Agent(
+        store=session.store,
+        client=client,
+        profile=profile,
+        model=model,
+        workspace=workspace,
+        tools=builtin_tools(workspace, allowed_roots=tool_settings.allowed_roots(workspace), names=tool_names),
+        policy=ApprovalPolicy(tool_settings),
+        approver=approver,
+        api_key=api_key,
+        timeouts=timeouts,
+        on_event=on_event,
+        record_request=recorder,
+        price_overrides=price_overrides,
+    )
