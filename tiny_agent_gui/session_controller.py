@@ -1,0 +1,224 @@
+"""Runs the agent for the window: one open session, one operation at a time, never blocking the event loop.
+
+The controller owns the asyncio tasks (qasync) that run prompts, compactions and recoveries, keeps references to
+them (an ``asyncSlot`` that raises would otherwise drop its task silently), and reports through signals. Failures
+of a run are results (``RunFinished`` with an error) shown inline; anything unexpected is reported through
+:attr:`SessionController.failed` with a message, never swallowed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+
+from tiny_agent_core.agent.loop import Agent, RunResult
+from tiny_agent_core.errors import RecoveryBlockedError, TinyAgentError
+from tiny_agent_core.pricing import Overrides
+from tiny_agent_core.providers.client import ProviderClient
+from tiny_agent_core.providers.profiles import ProviderProfile
+from tiny_agent_core.tools.approval import Approver, ToolSettings
+from tiny_agent_core.workbench import OpenedSession, build_agent, create_session, open_session
+from tiny_agent_gui.bridge import AgentBridge
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Connection:
+    """The provider, model and key a new run should use."""
+
+    profile: ProviderProfile
+    model: str
+    api_key: str | None
+
+
+class SessionController(QObject):
+    """The window's handle on the current session and its agent."""
+
+    session_opened = Signal(object)
+    """The new :class:`~tiny_agent_core.workbench.OpenedSession`."""
+    busy_changed = Signal(bool)
+    finished = Signal(object)
+    """The :class:`~tiny_agent_core.agent.loop.RunResult` of a prompt, compaction or recovery."""
+    recovery_blocked = Signal(str)
+    """A crashed operation cannot be recovered safely; the message names the reason and the two ways out."""
+    failed = Signal(str)
+    """Something the user must know about that is not a run result (no provider configured, a corrupt file…)."""
+
+    def __init__(
+        self,
+        *,
+        client: ProviderClient,
+        approver: Approver,
+        tool_settings: ToolSettings,
+        connection: Callable[[], Connection | None],
+        ledger: sqlite3.Connection | None = None,
+        price_overrides: Callable[[], Overrides | None] = lambda: None,
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.bridge = AgentBridge(self)
+        self._client = client
+        self._approver = approver
+        self._tool_settings = tool_settings
+        self._connection = connection
+        self._ledger = ledger
+        self._price_overrides = price_overrides
+        self._session: OpenedSession | None = None
+        self._agent: Agent | None = None
+        self._agent_key: tuple[str, str, str | None] | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._abort: asyncio.Future[bool] | None = None
+
+    @property
+    def session(self) -> OpenedSession | None:
+        """The open session, if any."""
+        return self._session
+
+    @property
+    def busy(self) -> bool:
+        """True while an operation runs."""
+        return self._task is not None and not self._task.done()
+
+    def open(self, path: Path) -> None:
+        """Open a session file (read-only if another writer holds it); recover it when a crash left it open."""
+        if self.busy:
+            self.failed.emit("Stop the running operation before opening another session.")
+            return
+        try:
+            opened = open_session(path)
+        except (TinyAgentError, OSError) as error:
+            self.failed.emit(f"Cannot open {path.name}: {error}")
+            return
+        self._switch(opened)
+        if not opened.read_only and opened.store.state.operation.kind != "idle":
+            self._start(self._recover)
+
+    def new(self, workspace: Path) -> None:
+        """Start a new session in ``workspace`` with the current provider and model."""
+        if self.busy:
+            self.failed.emit("Stop the running operation before starting a new session.")
+            return
+        connection = self._connection()
+        if connection is None:
+            self.failed.emit("Set up a provider first (Settings → Providers).")
+            return
+        try:
+            opened = create_session(workspace, connection.profile, connection.model)
+        except (TinyAgentError, OSError) as error:
+            self.failed.emit(f"Cannot create a session in {workspace}: {error}")
+            return
+        self._switch(opened)
+
+    def submit(self, prompt: str) -> None:
+        """Run ``prompt`` in the open session."""
+        if not prompt.strip():
+            return
+
+        async def work(agent: Agent) -> RunResult:
+            return await agent.run(prompt)
+
+        self._start(work)
+
+    def compact(self) -> None:
+        """Compact the open session (``/compact``)."""
+
+        async def work(agent: Agent) -> RunResult:
+            return await agent.compact()
+
+        self._start(work)
+
+    def abandon(self) -> None:
+        """Abort an operation whose recovery is blocked (the explicit way out)."""
+
+        async def work(agent: Agent) -> RunResult:
+            return await agent.abandon()
+
+        self._start(work)
+
+    def cancel(self) -> None:
+        """Stop the running operation (Esc): ``abortRequested`` is durable first, then the work is cancelled."""
+        if self._agent is not None and self.busy:
+            self._abort = asyncio.ensure_future(self._agent.abort())
+
+    async def wait_idle(self) -> None:
+        """Wait until the running operation ends (for tests and shutdown)."""
+        if self._task is not None:
+            await asyncio.shield(self._task)
+
+    def close(self) -> None:
+        """Close the open session (releases its writer lock)."""
+        if self._session is not None:
+            self._session.store.close()
+        self._session, self._agent, self._agent_key = None, None, None
+
+    # -- internals --------------------------------------------------------------------------------------------
+
+    def _switch(self, opened: OpenedSession) -> None:
+        self.close()
+        self._session = opened
+        self.session_opened.emit(opened)
+
+    def _agent_for(self, session: OpenedSession) -> Agent | None:
+        connection = self._connection()
+        if connection is None:
+            self.failed.emit("Set up a provider first (Settings → Providers).")
+            return None
+        key = (connection.profile.id, connection.model, connection.api_key)
+        if self._agent is None or self._agent_key != key:
+            self._agent = build_agent(
+                session,
+                client=self._client,
+                profile=connection.profile,
+                model=connection.model,
+                api_key=connection.api_key,
+                approver=self._approver,
+                tool_settings=self._tool_settings,
+                on_event=self.bridge.sink,
+                ledger=self._ledger,
+                price_overrides=self._price_overrides(),
+            )
+            self._agent_key = key
+        return self._agent
+
+    async def _recover(self, agent: Agent) -> RunResult | None:
+        return await agent.resume()
+
+    def _start(self, work: Callable[[Agent], Coroutine[Any, Any, RunResult | None]]) -> None:
+        session = self._session
+        if session is None:
+            self.failed.emit("Open or start a session first.")
+            return
+        if session.read_only:
+            self.failed.emit(session.read_only_reason or "This session is read-only.")
+            return
+        if self.busy:
+            self.failed.emit("An operation is already running; press Esc to stop it.")
+            return
+        agent = self._agent_for(session)
+        if agent is None:
+            return
+        self._task = asyncio.ensure_future(self._run(agent, work))
+        self.busy_changed.emit(True)
+
+    async def _run(self, agent: Agent, work: Callable[[Agent], Coroutine[Any, Any, RunResult | None]]) -> None:
+        try:
+            result = await work(agent)
+            if result is not None:
+                self.finished.emit(result)
+        except RecoveryBlockedError as error:
+            self.recovery_blocked.emit(str(error))
+        except TinyAgentError as error:
+            self.failed.emit(str(error))
+        except Exception as error:  # a bug: show it rather than lose it
+            _log.exception("operation failed")
+            self.failed.emit(f"Unexpected error: {error!r}")
+        finally:
+            self.busy_changed.emit(False)
