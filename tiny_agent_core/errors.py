@@ -29,7 +29,12 @@ show ``str(error)``, which is always a sentence a user can act on::
     │   └── RecoveryBlockedError       crash recovery cannot continue safely (``reason``); the user must choose
     ├── ToolError                  a tool refused or failed; its message is the model-facing ``Error: …`` text
     │   └── PathOutsideWorkspace       a file tool's path resolves outside the workspace (tools/guard.py)
-    └── ToolAborted                a tool execution was cut short by cancel; its effects are unknown
+    ├── ToolAborted                a tool execution was cut short by cancel; its effects are unknown
+    ├── SettingsError              the settings file (settings.py) or a profile in it
+    │   ├── SettingsFileError          the file is unreadable, not JSON or invalid (defaults are used)
+    │   └── SettingsVersionError       the file was written by a newer version of the app (left unchanged)
+    └── SecretStoreError           the OS keyring failed (locked, refused, broken) (secrets.py)
+        └── KeyringUnavailableError    there is no usable OS keyring on this system
 
 ``ProviderError.usage`` carries usage already parsed when a response was rejected after its usage was read, so
 the caller can still record what the request cost (the reference persists it with ``stepFailed``).
@@ -40,6 +45,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from tiny_agent_core.usage import Usage
 
 
@@ -239,3 +246,39 @@ class ToolAborted(TinyAgentError):
 
     def __init__(self) -> None:
         super().__init__("Operation aborted")
+
+
+class SettingsError(TinyAgentError):
+    """The settings could not be read or written, or a profile in them cannot be used."""
+
+
+class SettingsFileError(SettingsError):
+    """The settings file is unreadable, not JSON, or has an invalid field; defaults are in effect.
+
+    ``path`` is the file. The next save moves it aside (``settings.json.corrupt``) before writing.
+    """
+
+    def __init__(self, message: str, *, path: Path) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class SettingsVersionError(SettingsError):
+    """The settings file was written by a newer version of the app; it is neither used nor overwritten.
+
+    ``found`` is the file's version, ``supported`` the newest this app reads.
+    """
+
+    def __init__(self, message: str, *, path: Path, found: int, supported: int) -> None:
+        super().__init__(message)
+        self.path = path
+        self.found = found
+        self.supported = supported
+
+
+class SecretStoreError(TinyAgentError):
+    """The OS keyring refused or failed an operation (e.g. it is locked, or the user dismissed the prompt)."""
+
+
+class KeyringUnavailableError(SecretStoreError):
+    """No usable OS keyring exists here; a key can only come from an environment variable, for one run."""

@@ -1,0 +1,389 @@
+"""The application's settings file: provider profiles, the active one, workspace folders, price overrides (SPEC §7).
+
+:class:`AppSettings` lives in ``<config dir>/settings.json`` (:func:`config_dir`: platformdirs' user config folder,
+or ``$TINY_AGENT_CONFIG_DIR``). It never holds an API key: keys live in the OS keyring (:mod:`tiny_agent_core.secrets`)
+and a profile records only the *name* of the environment variable that may supply one for a run. Standing tool
+permissions are kept beside it by :class:`~tiny_agent_core.tools.approval.ToolSettings`.
+
+Loading never crashes the app::
+
+    settings = AppSettings.load()          # defaults when the file is missing, unreadable or invalid
+    if settings.load_error is not None:    # a SettingsError: show str(error) to the user
+        ...
+
+- The file carries ``"version"``. A file written by a newer app raises (or records) :class:`SettingsVersionError`
+  and :meth:`AppSettings.save` then refuses to overwrite it, so running an older build never destroys newer
+  settings.
+- A corrupt or invalid file gives :class:`SettingsFileError` naming the bad field, and defaults; the next save moves
+  the bad file aside to ``settings.json.corrupt`` before writing, so a hand-edit is never silently lost.
+- Writes are atomic (temporary file, fsync, rename) and the file is mode 0600.
+- Price overrides are US dollars per million tokens, stored as strings and read as :class:`~decimal.Decimal`, keyed
+  like :data:`~tiny_agent_core.pricing.Overrides`: ``(provider id, model)`` where the provider id is the one
+  :func:`~tiny_agent_core.pricing.price_request` receives (a preset id or ``"custom"``) and the model may be ``"*"``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from tiny_agent_core.errors import SettingsError, SettingsFileError, SettingsVersionError
+from tiny_agent_core.ledger.paths import APP_NAME
+from tiny_agent_core.pricing import PriceOverride
+from tiny_agent_core.providers.profiles import PRESETS, ProviderProfile, custom_profile, normalize_base_url
+
+__all__ = [
+    "CONFIG_DIR_ENV",
+    "CUSTOM",
+    "SCHEMA_VERSION",
+    "SETTINGS_FILE",
+    "AppSettings",
+    "ProfileConfig",
+    "config_dir",
+]
+
+CONFIG_DIR_ENV = "TINY_AGENT_CONFIG_DIR"
+"""Environment variable that overrides the user config folder (tests, portable installs)."""
+
+SETTINGS_FILE = "settings.json"
+"""The settings file's name inside the config folder."""
+
+SCHEMA_VERSION = 1
+"""The settings file version this app writes and the newest it reads."""
+
+CUSTOM = "custom"
+"""The provider id of a profile that is not a preset (any OpenAI-compatible base URL)."""
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_PRICE_FIELDS = (("input", "input"), ("output", "output"), ("cacheRead", "cache_read"), ("cacheWrite", "cache_write"))
+"""(JSON key, :class:`PriceOverride` attribute) of each rate."""
+_Bad = Callable[[str, str], SettingsFileError]
+"""Builds the error for an invalid field: ``bad(where, what)``."""
+
+
+def config_dir() -> Path:
+    """The user config folder: ``$TINY_AGENT_CONFIG_DIR`` if set and non-empty, else platformdirs' config path."""
+    override = os.environ.get(CONFIG_DIR_ENV, "").strip()
+    if override:
+        return Path(override).expanduser()
+    return platformdirs.user_config_path(APP_NAME, appauthor=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileConfig:
+    """One provider the user configured. Never holds a key; the keyring entry's username is :attr:`id`."""
+
+    id: str
+    """Unique among the user's profiles (``"openai"``, ``"openai-2"``, ``"custom"``…); also the keyring username."""
+    provider: str
+    """A preset id from :data:`~tiny_agent_core.providers.profiles.PRESETS`, or :data:`CUSTOM`."""
+    name: str
+    """What the user calls it."""
+    base_url: str | None = None
+    """Required for a custom profile; for a preset, a different server (e.g. vLLM on another host) or ``None``."""
+    model: str | None = None
+    """The chosen model id."""
+    key_env: str | None = None
+    """The environment variable that may supply the key for a run when no keyring is available."""
+
+    @property
+    def is_custom(self) -> bool:
+        """True for a custom base URL profile."""
+        return self.provider == CUSTOM
+
+    def provider_profile(self) -> ProviderProfile:
+        """The :class:`ProviderProfile` to send requests with (its ``id`` is the preset id or ``"custom"``)."""
+        if self.is_custom:
+            if not self.base_url:
+                raise SettingsError(f"The custom provider {self.name!r} has no base URL.")
+            return replace(custom_profile(self.base_url, name=self.name), key_env=self.key_env)
+        preset = PRESETS.get(self.provider)
+        if preset is None:
+            raise SettingsError(f"The provider {self.provider!r} of {self.name!r} is not known to this version.")
+        profile = preset.with_base_url(self.base_url) if self.base_url else preset
+        return replace(profile, name=self.name, key_env=self.key_env)
+
+    @classmethod
+    def from_preset(cls, preset_id: str, profile_id: str) -> ProfileConfig:
+        """A new profile for a preset, with the preset's name, default model and key variable."""
+        preset = PRESETS[preset_id]
+        return cls(profile_id, preset_id, preset.name, model=preset.default_model, key_env=preset.key_env)
+
+    @classmethod
+    def custom(cls, profile_id: str, base_url: str, *, name: str | None = None) -> ProfileConfig:
+        """A new custom profile for an OpenAI-compatible base URL."""
+        url = normalize_base_url(base_url)
+        return cls(profile_id, CUSTOM, name or custom_profile(url).name, base_url=url)
+
+
+@dataclass
+class AppSettings:
+    """The settings file's contents; ``path=None`` keeps them in memory only."""
+
+    path: Path | None = None
+    profiles: list[ProfileConfig] = field(default_factory=list)
+    active_profile: str | None = None
+    """The id of the profile new sessions use (``None``: the first profile, if any)."""
+    workspaces: list[str] = field(default_factory=list)
+    """Folders scanned for ``.tiny-agent/sessions/`` (absolute paths, no duplicates)."""
+    price_overrides: dict[tuple[str, str], PriceOverride] = field(default_factory=dict)
+    """User prices by ``(provider id, model or "*")``; pass to :func:`~tiny_agent_core.pricing.price_request`."""
+    load_error: SettingsError | None = None
+    """Why the file could not be used (defaults are in effect), else ``None``."""
+
+    # -- file ----------------------------------------------------------------------------------------------
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike[str] | None = None) -> AppSettings:
+        """The settings in ``directory`` (default :func:`config_dir`); defaults plus ``load_error`` if unusable."""
+        path = Path(directory if directory is not None else config_dir()) / SETTINGS_FILE
+        try:
+            return cls.read(path)
+        except SettingsError as error:
+            return cls(path, load_error=error)
+
+    @classmethod
+    def read(cls, path: Path) -> AppSettings:
+        """Parse one settings file; a missing file gives defaults. Raises :class:`SettingsError` subclasses."""
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return cls(path)
+        except (OSError, UnicodeDecodeError) as error:
+            raise SettingsFileError(f"The settings file {path} cannot be read: {error}.", path=path) from error
+        try:
+            data = json.loads(text)
+        except ValueError as error:
+            raise SettingsFileError(f"The settings file {path} is not valid JSON: {error}.", path=path) from error
+        return cls._from_json(path, data)
+
+    def save(self) -> None:
+        """Write the file atomically with mode 0600 (nothing when in memory).
+
+        Refuses (:class:`SettingsVersionError`) to overwrite a file written by a newer version; moves a corrupt
+        file aside to ``settings.json.corrupt`` first.
+        """
+        if self.path is None:
+            return
+        if isinstance(self.load_error, SettingsVersionError):
+            raise self.load_error
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if isinstance(self.load_error, SettingsFileError) and self.path.exists():
+            os.replace(self.path, self.path.with_name(self.path.name + ".corrupt"))
+        fd, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as file:
+                json.dump(self._to_json(), file, ensure_ascii=False, indent=2)
+                file.write("\n")
+                file.flush()
+                os.fsync(file.fileno())
+            os.chmod(temporary, 0o600)
+            os.replace(temporary, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+        self.load_error = None
+
+    # -- profiles ------------------------------------------------------------------------------------------
+
+    def profile(self, profile_id: str) -> ProfileConfig | None:
+        """The profile with this id, if any."""
+        return next((profile for profile in self.profiles if profile.id == profile_id), None)
+
+    def active(self) -> ProfileConfig | None:
+        """The active profile: :attr:`active_profile` if it exists, else the first profile, else ``None``."""
+        chosen = self.profile(self.active_profile) if self.active_profile else None
+        return chosen or (self.profiles[0] if self.profiles else None)
+
+    def new_profile_id(self, base: str) -> str:
+        """A profile id not yet used: ``base``, else ``base-2``, ``base-3``…"""
+        taken = {profile.id for profile in self.profiles}
+        candidate, n = base, 1
+        while candidate in taken:
+            n += 1
+            candidate = f"{base}-{n}"
+        return candidate
+
+    def add_profile(self, profile: ProfileConfig) -> None:
+        """Append a profile (its id must be new); the first profile becomes active."""
+        if self.profile(profile.id) is not None:
+            raise SettingsError(f"A provider profile with id {profile.id!r} already exists.")
+        self.profiles.append(profile)
+        if self.active() is profile:
+            self.active_profile = profile.id
+
+    def update_profile(self, profile: ProfileConfig) -> None:
+        """Replace the profile with the same id."""
+        for index, existing in enumerate(self.profiles):
+            if existing.id == profile.id:
+                self.profiles[index] = profile
+                return
+        raise SettingsError(f"There is no provider profile with id {profile.id!r}.")
+
+    def remove_profile(self, profile_id: str) -> None:
+        """Drop a profile (its keyring entry is the caller's to delete); the active one falls back to the first."""
+        self.profiles = [profile for profile in self.profiles if profile.id != profile_id]
+        if self.active_profile == profile_id:
+            self.active_profile = self.profiles[0].id if self.profiles else None
+
+    # -- workspaces ----------------------------------------------------------------------------------------
+
+    def add_workspace(self, folder: str | os.PathLike[str]) -> str:
+        """Add a folder (made absolute); returns the stored path. Adding it twice keeps one entry."""
+        path = os.path.abspath(os.path.expanduser(os.fspath(folder)))
+        if path not in self.workspaces:
+            self.workspaces.append(path)
+        return path
+
+    def remove_workspace(self, folder: str) -> None:
+        """Stop scanning a folder."""
+        self.workspaces = [workspace for workspace in self.workspaces if workspace != folder]
+
+    # -- JSON ----------------------------------------------------------------------------------------------
+
+    def _to_json(self) -> dict[str, Any]:
+        overrides: dict[str, dict[str, dict[str, str | None]]] = {}
+        for (provider, model), price in sorted(self.price_overrides.items()):
+            overrides.setdefault(provider, {})[model] = {
+                key: None if getattr(price, attr) is None else str(getattr(price, attr)) for key, attr in _PRICE_FIELDS
+            }
+        return {
+            "version": SCHEMA_VERSION,
+            "profiles": [_profile_to_json(profile) for profile in self.profiles],
+            "activeProfile": self.active_profile,
+            "workspaces": list(self.workspaces),
+            "priceOverrides": overrides,
+        }
+
+    @classmethod
+    def _from_json(cls, path: Path, data: Any) -> AppSettings:
+        def bad(where: str, what: str) -> SettingsFileError:
+            return SettingsFileError(f"The settings file {path} is invalid: {where} {what}.", path=path)
+
+        if not isinstance(data, dict):
+            raise bad("the top level", "must be a JSON object")
+        version = data.get("version")
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            raise bad("'version'", "must be a positive integer")
+        if version > SCHEMA_VERSION:
+            raise SettingsVersionError(
+                f"The settings file {path} was written by a newer version of tiny-agent desktop (settings version "
+                f"{version}; this version reads up to {SCHEMA_VERSION}). Update the app; the file is left unchanged.",
+                path=path,
+                found=version,
+                supported=SCHEMA_VERSION,
+            )
+        profiles: list[ProfileConfig] = []
+        for index, entry in enumerate(_list(data, "profiles", bad)):
+            profile = _profile_from_json(entry, f"profiles[{index}]", bad)
+            if any(existing.id == profile.id for existing in profiles):
+                raise bad(f"profiles[{index}].id", f"repeats {profile.id!r}")
+            profiles.append(profile)
+        active = data.get("activeProfile")
+        if active is not None and not isinstance(active, str):
+            raise bad("'activeProfile'", "must be a string or null")
+        workspaces: list[str] = []
+        for index, folder in enumerate(_list(data, "workspaces", bad)):
+            if not isinstance(folder, str) or not folder:
+                raise bad(f"workspaces[{index}]", "must be a non-empty string")
+            if folder not in workspaces:
+                workspaces.append(folder)
+        overrides = _overrides_from_json(data.get("priceOverrides", {}), bad)
+        return cls(path, profiles, active, workspaces, overrides)
+
+
+def _profile_to_json(profile: ProfileConfig) -> dict[str, Any]:
+    return {
+        "id": profile.id,
+        "provider": profile.provider,
+        "name": profile.name,
+        "baseUrl": profile.base_url,
+        "model": profile.model,
+        "keyEnv": profile.key_env,
+    }
+
+
+def _list(data: Mapping[str, Any], key: str, bad: _Bad) -> Iterable[Any]:
+    value = data.get(key, [])
+    if not isinstance(value, list):
+        raise bad(f"'{key}'", "must be an array")
+    return value
+
+
+def _profile_from_json(entry: Any, where: str, bad: _Bad) -> ProfileConfig:
+    if not isinstance(entry, dict):
+        raise bad(where, "must be an object")
+
+    def optional(key: str) -> str | None:
+        value = entry.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value.strip():
+            raise bad(f"{where}.{key}", "must be a non-empty string or null")
+        return value.strip()
+
+    def required(key: str) -> str:
+        value = optional(key)
+        if value is None:
+            raise bad(f"{where}.{key}", "must be a non-empty string")
+        return value
+
+    profile_id, provider, name = required("id"), required("provider"), required("name")
+    base_url, model, key_env = optional("baseUrl"), optional("model"), optional("keyEnv")
+    if provider == CUSTOM and base_url is None:
+        raise bad(f"{where}.baseUrl", "is required for a custom provider")
+    if key_env is not None and not _ENV_NAME.fullmatch(key_env):
+        raise bad(f"{where}.keyEnv", f"is not an environment variable name: {key_env!r}")
+    return ProfileConfig(profile_id, provider, name, base_url and normalize_base_url(base_url), model, key_env)
+
+
+def _overrides_from_json(value: Any, bad: _Bad) -> dict[tuple[str, str], PriceOverride]:
+    if not isinstance(value, dict):
+        raise bad("'priceOverrides'", "must be an object of providers")
+    overrides: dict[tuple[str, str], PriceOverride] = {}
+    for provider, models in value.items():
+        if not isinstance(models, dict):
+            raise bad(f"priceOverrides.{provider}", "must be an object of models")
+        for model, prices in models.items():
+            where = f"priceOverrides.{provider}.{model}"
+            if not isinstance(prices, dict):
+                raise bad(where, "must be an object of prices")
+            try:
+                overrides[(provider, model)] = PriceOverride(
+                    input=_required(_rate(prices, "input", where, bad), f"{where}.input", bad),
+                    output=_required(_rate(prices, "output", where, bad), f"{where}.output", bad),
+                    cache_read=_rate(prices, "cacheRead", where, bad),
+                    cache_write=_rate(prices, "cacheWrite", where, bad),
+                )
+            except ValueError as error:
+                raise bad(where, f"is not a valid price ({error})") from None
+    return overrides
+
+
+def _rate(prices: Mapping[str, Any], key: str, where: str, bad: _Bad) -> Decimal | None:
+    raw = prices.get(key)
+    if raw is None:
+        return None
+    if not isinstance(raw, str):
+        raise bad(f"{where}.{key}", "must be a decimal string (dollars per million tokens)")
+    try:
+        return Decimal(raw)
+    except InvalidOperation:
+        raise bad(f"{where}.{key}", f"is not a decimal number: {raw!r}") from None
+
+
+def _required(rate: Decimal | None, where: str, bad: _Bad) -> Decimal:
+    if rate is None:
+        raise bad(where, "is required (dollars per million tokens, as a string)")
+    return rate
