@@ -1,0 +1,28 @@
+"""Async GUI tests run on the window's own event loop: qasync's Qt loop (../shared/PLATFORM.md, "Testing Qt + asyncio").
+
+The ``pytest_asyncio_loop_factories`` hook applies to the tests under this folder only; their ``await`` keeps Qt
+processing events, so a dialog opened with ``open()`` can be clicked while a coroutine waits for its answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+
+import pytest
+from PySide6.QtWidgets import QApplication
+
+from tiny_agent_gui.event_loop import HookedQEventLoop
+
+
+def _qt_loop() -> asyncio.AbstractEventLoop:
+    app = QApplication.instance() or QApplication([])
+    loop: asyncio.AbstractEventLoop = HookedQEventLoop(app)
+    return loop
+
+
+def pytest_asyncio_loop_factories(
+    config: pytest.Config, item: pytest.Item
+) -> Mapping[str, Callable[[], asyncio.AbstractEventLoop]]:
+    """Every async test here runs on a :class:`HookedQEventLoop`."""
+    return {"qt": _qt_loop}
