@@ -1,0 +1,105 @@
+"""The composer under the transcript: type a prompt, Enter sends, Shift+Enter breaks the line, Esc cancels."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QSize, Qt, Signal, Slot
+from PySide6.QtGui import QKeyEvent
+from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QWidget
+
+
+class PromptEdit(QPlainTextEdit):
+    """The prompt editor: Enter submits, Shift+Enter inserts a newline, Esc asks to cancel."""
+
+    submit_pressed = Signal()
+    """Enter (or keypad Enter) without Shift."""
+    escape_pressed = Signal()
+    """Esc."""
+
+    def sizeHint(self) -> QSize:
+        """About three lines tall: the transcript above takes the room."""
+        base = super().sizeHint()
+        margins = self.contentsMargins()
+        height = self.fontMetrics().lineSpacing() * 3 + 2 * int(self.document().documentMargin())
+        return QSize(base.width(), height + margins.top() + margins.bottom())
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        """Enter submits and Esc cancels; everything else edits (Shift+Enter is a newline)."""
+        key = event.key()
+        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            if event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+                self.insertPlainText("\n")
+            else:
+                self.submit_pressed.emit()
+            return
+        if key == Qt.Key.Key_Escape:
+            self.escape_pressed.emit()
+            return
+        super().keyPressEvent(event)
+
+
+class Composer(QWidget):
+    """Prompt editor plus a Send/Stop button.
+
+    ``submitted(text)`` fires on Enter or Send with non-blank text while idle (the editor is then cleared);
+    ``cancel_requested`` fires on Esc or Stop. :meth:`set_busy` switches the button between Send and Stop.
+    """
+
+    submitted = Signal(str)
+    """The prompt to send."""
+    cancel_requested = Signal()
+    """The user asked to stop the running operation (Esc or Stop)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        """An empty, idle composer."""
+        super().__init__(parent)
+        self.setAccessibleName("Composer")
+        self._busy = False
+        self.editor = PromptEdit(self)
+        """The text box."""
+        self.editor.setAccessibleName("Prompt")
+        self.editor.setAccessibleDescription("Type a message for the agent")
+        self.editor.setPlaceholderText("Message the agent — Enter to send, Shift+Enter for a new line")
+        self.editor.setToolTip("Enter: send · Shift+Enter: new line · Esc: stop")
+        self.editor.setTabChangesFocus(True)
+        self.editor.setMaximumHeight(self.editor.fontMetrics().lineSpacing() * 8)
+        self.editor.submit_pressed.connect(self._submit)
+        self.editor.escape_pressed.connect(self.cancel_requested)
+        self.button = QPushButton("Send", self)
+        """Send when idle, Stop when busy."""
+        self.button.setAccessibleName("Send")
+        self.button.setToolTip("Send (Enter)")
+        self.button.clicked.connect(self._button_clicked)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.editor, 1)
+        layout.addWidget(self.button, 0, Qt.AlignmentFlag.AlignBottom)
+
+    def is_busy(self) -> bool:
+        """Whether an operation runs (the button says Stop)."""
+        return self._busy
+
+    def text(self) -> str:
+        """The prompt typed so far."""
+        return self.editor.toPlainText()
+
+    @Slot(bool)
+    def set_busy(self, busy: bool) -> None:
+        """Show Stop while an operation runs, Send otherwise (typing stays possible)."""
+        self._busy = busy
+        label, tip = ("Stop", "Stop (Esc)") if busy else ("Send", "Send (Enter)")
+        self.button.setText(label)
+        self.button.setAccessibleName(label)
+        self.button.setToolTip(tip)
+
+    def _button_clicked(self) -> None:
+        if self._busy:
+            self.cancel_requested.emit()
+        else:
+            self._submit()
+
+    def _submit(self) -> None:
+        text = self.editor.toPlainText()
+        if self._busy or not text.strip():
+            return
+        self.editor.clear()
+        self.submitted.emit(text)

@@ -1,0 +1,251 @@
+"""The transcript's item model: a thin Qt adapter over a :class:`~tiny_agent_core.timeline.Timeline`.
+
+It holds no copy of the items: ``rowCount``/``data`` read the timeline, and the timeline's listener calls are
+forwarded to ``beginInsertRows``/``endInsertRows``/``dataChanged`` (STYLE practice 10). The one thing it owns is
+the in-flight assistant text: :meth:`TranscriptModel.append_text_delta` appends a delta in O(1) and a single-shot
+timer repaints the streaming row at most every :data:`REPAINT_INTERVAL_MS` (practice 11), so 500 deltas a second
+cost a few dozen repaints, never a re-render of the transcript per token. The streaming row is the last row; it
+goes away when the committed assistant message of its step arrives (or on :meth:`TranscriptModel.end_stream`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import QAbstractListModel, QModelIndex, QObject, QPersistentModelIndex, Qt, QTimer, Signal, Slot
+
+from tiny_agent_core.timeline import (
+    AssistantItem,
+    CompactionItem,
+    NoticeItem,
+    Timeline,
+    TimelineItem,
+    ToolItem,
+    UserItem,
+)
+
+ITEM_ROLE = Qt.ItemDataRole.UserRole + 1
+"""Custom role: the row's item (a timeline item, or a :class:`StreamingItem` for the in-flight text)."""
+
+REPAINT_INTERVAL_MS = 33
+"""Streaming repaints are coalesced to about 30 Hz."""
+
+ModelIndex = QModelIndex | QPersistentModelIndex
+
+
+@dataclass(frozen=True, slots=True)
+class StreamingItem:
+    """The assistant text of a step while it streams (a new object per repaint)."""
+
+    step_id: str
+    text: str
+
+
+def format_duration(ms: int | None) -> str:
+    """``850 ms``, ``1.2 s``, ``2 min 5 s``; ``""`` for unknown."""
+    if ms is None:
+        return ""
+    if ms < 1000:
+        return f"{ms} ms"
+    if ms < 60_000:
+        return f"{ms / 1000:.1f} s"
+    return f"{ms // 60_000} min {ms % 60_000 // 1000} s"
+
+
+def argument_summary(item: ToolItem, limit: int = 80) -> str:
+    """A one-line summary of a call's arguments: ``key=value`` pairs, else the raw text, shortened."""
+    if item.arguments is not None:
+        parts = []
+        for key, value in item.arguments.items():
+            shown = value if isinstance(value, str) else repr(value)
+            parts.append(f"{key}={shown}")
+        text = ", ".join(parts)
+    else:
+        text = item.arguments_text
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def item_text(item: TimelineItem | StreamingItem) -> str:
+    """The plain text a row stands for (display role, accessibility, tests)."""
+    if isinstance(item, UserItem | AssistantItem | StreamingItem):
+        return item.text
+    if isinstance(item, ToolItem):
+        duration = format_duration(item.duration_ms)
+        parts = [f"{item.name}({argument_summary(item)})", item.status]
+        if duration:
+            parts.append(duration)
+        return " — ".join(parts)
+    if isinstance(item, CompactionItem):
+        return f"History compacted ({item.compacted} messages summarized, {item.retained} kept): {item.summary}"
+    return item.text
+
+
+class TranscriptModel(QAbstractListModel):
+    """One row per timeline item, plus a last row for streaming text while a step streams."""
+
+    stream_repainted = Signal()
+    """Emitted after each coalesced repaint of the streaming row (one per timer tick, not per delta)."""
+
+    def __init__(
+        self,
+        timeline: Timeline | None = None,
+        parent: QObject | None = None,
+        *,
+        repaint_interval_ms: int = REPAINT_INTERVAL_MS,
+    ) -> None:
+        """Show ``timeline`` (or nothing until :meth:`set_timeline`)."""
+        super().__init__(parent)
+        self._timeline: Timeline | None = None
+        self._stream_step: str | None = None
+        self._stream_chunks: list[str] = []
+        self._stream_item: StreamingItem | None = None
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(repaint_interval_ms)
+        self._timer.timeout.connect(self.flush)
+        if timeline is not None:
+            self.set_timeline(timeline)
+
+    # --- the timeline ------------------------------------------------------------------------------------------
+
+    def timeline(self) -> Timeline | None:
+        """The timeline shown."""
+        return self._timeline
+
+    def set_timeline(self, timeline: Timeline | None) -> None:
+        """Show another session's timeline (resets the model and drops any streaming text)."""
+        self.beginResetModel()
+        if self._timeline is not None:
+            self._timeline.remove_listener(self)
+        self._timeline = timeline
+        self._drop_stream()
+        if timeline is not None:
+            timeline.add_listener(self)
+        self.endResetModel()
+
+    def _count(self) -> int:
+        return len(self._timeline) if self._timeline is not None else 0
+
+    def on_inserting(self, index: int, count: int) -> None:
+        """Timeline listener: rows are about to be appended (before the streaming row)."""
+        self.beginInsertRows(QModelIndex(), index, index + count - 1)
+
+    def on_inserted(self, index: int, count: int) -> None:
+        """Timeline listener: rows were appended; a committed answer of the streaming step ends the stream."""
+        self.endInsertRows()
+        if self._stream_step is None or self._timeline is None:
+            return
+        for item in self._timeline.items[index : index + count]:
+            step = getattr(item, "step", None)
+            if step is not None and step.step_id == self._stream_step:
+                self.end_stream()
+                return
+
+    def on_changed(self, index: int) -> None:
+        """Timeline listener: an item was replaced."""
+        changed = self.index(index)
+        self.dataChanged.emit(changed, changed)
+
+    # --- streaming ---------------------------------------------------------------------------------------------
+
+    @Slot(str, str)
+    def append_text_delta(self, step_id: str, text: str) -> None:
+        """Append streamed assistant text of ``step_id``: O(1); the repaint follows within one timer interval."""
+        if step_id != self._stream_step:
+            self.end_stream()
+            row = self._count()
+            self.beginInsertRows(QModelIndex(), row, row)
+            self._stream_step = step_id
+            self._stream_item = StreamingItem(step_id, "")
+            self.endInsertRows()
+        self._stream_chunks.append(text)
+        if not self._timer.isActive():
+            self._timer.start()
+
+    @Slot()
+    def flush(self) -> None:
+        """Repaint the streaming row now with every delta received so far."""
+        self._timer.stop()
+        if self._stream_item is None or not self._stream_chunks:
+            return
+        self._stream_item = StreamingItem(
+            self._stream_item.step_id, self._stream_item.text + "".join(self._stream_chunks)
+        )
+        self._stream_chunks.clear()
+        row = self.index(self._count())
+        self.dataChanged.emit(row, row)
+        self.stream_repainted.emit()
+
+    @Slot()
+    def end_stream(self) -> None:
+        """Remove the streaming row (its step was committed, failed or aborted, or a new step starts)."""
+        if self._stream_item is None:
+            return
+        row = self._count()
+        self.beginRemoveRows(QModelIndex(), row, row)
+        self._drop_stream()
+        self.endRemoveRows()
+
+    def _drop_stream(self) -> None:
+        self._timer.stop()
+        self._stream_step = None
+        self._stream_item = None
+        self._stream_chunks.clear()
+
+    def streaming_text(self) -> str | None:
+        """All streamed text of the current step (including deltas not yet painted), or ``None``."""
+        if self._stream_item is None:
+            return None
+        return self._stream_item.text + "".join(self._stream_chunks)
+
+    # --- QAbstractListModel ------------------------------------------------------------------------------------
+
+    def rowCount(self, parent: ModelIndex = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
+        """Timeline items, plus one while text streams."""
+        if parent.isValid():
+            return 0
+        return self._count() + (1 if self._stream_item is not None else 0)
+
+    def item(self, row: int) -> TimelineItem | StreamingItem | None:
+        """The item of ``row``."""
+        count = self._count()
+        if 0 <= row < count:
+            assert self._timeline is not None
+            return self._timeline.items[row]
+        if row == count and self._stream_item is not None:
+            return self._stream_item
+        return None
+
+    def data(self, index: ModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> object:
+        """The item under :data:`ITEM_ROLE`; its text for display, tooltips and accessibility."""
+        if not index.isValid() or index.parent().isValid():
+            return None
+        item = self.item(index.row())
+        if item is None:
+            return None
+        if role == ITEM_ROLE:
+            return item
+        if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.AccessibleTextRole):
+            return item_text(item)
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return _tooltip(item)
+        return None
+
+    def flags(self, index: ModelIndex) -> Qt.ItemFlag:
+        """Rows are enabled and selectable (a selection opens the inspector)."""
+        if not index.isValid():
+            return Qt.ItemFlag.NoItemFlags
+        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+
+
+def _tooltip(item: TimelineItem | StreamingItem) -> str | None:
+    if isinstance(item, ToolItem):
+        return f"{item.name}: {item.status}. Select to inspect arguments and result."
+    if isinstance(item, AssistantItem):
+        return "Select to inspect this step (model, usage, cost, raw wire)."
+    if isinstance(item, NoticeItem):
+        return "Press Enter or click Retry to run it again." if item.retryable else item.text
+    if isinstance(item, StreamingItem):
+        return "Streaming… (Esc stops)"
+    return None
