@@ -1,29 +1,121 @@
-"""Application bootstrap: QApplication + qasync event loop + the main window."""
+"""Application bootstrap: QApplication, the qasync event loop, the core services, the main window.
+
+``tiny-agent-gui [--workspace DIR] [--screenshot PNG]``: ``--workspace`` adds a folder with tiny-agent sessions;
+``--screenshot`` renders the window once it is painted, saves it and quits (for the README and for checking the
+window under Xvfb or offscreen).
+"""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import logging
 import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
 
-import qasync
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QMessageBox
 
-from tiny_agent_gui.main_window import MainWindow
+from tiny_agent_core.errors import LedgerError
+from tiny_agent_core.ledger import connect, default_workspace, scan_workspace
+from tiny_agent_core.providers.client import ProviderClient
+from tiny_agent_core.secrets import KeyStore
+from tiny_agent_core.settings import AppSettings, config_dir
+from tiny_agent_core.tools.approval import ToolSettings
+from tiny_agent_gui.event_loop import HookedQEventLoop
+from tiny_agent_gui.main_window import MainWindow, Services
+from tiny_agent_gui.settings import ProviderCalls, SettingsDialog
+
+_log = logging.getLogger(__name__)
 
 
-async def _run_until_quit(app: QApplication) -> None:
-    window = MainWindow()
-    window.show()
-    quitting = asyncio.Event()
-    app.aboutToQuit.connect(quitting.set)
-    await quitting.wait()
+def make_services(client: ProviderClient) -> Services:
+    """The core objects of one application run (raises LedgerError when the index cannot be opened)."""
+    settings = AppSettings.load()
+    ledger = connect()
+    for folder in [*settings.workspaces, str(default_workspace())]:
+        path = Path(folder)
+        if path.is_dir():
+            scan_workspace(ledger, path)
+    return Services(client, ledger, settings, KeyStore(), ToolSettings.load(config_dir()))
 
 
-def main() -> int:
+def attach_settings_dialog(window: MainWindow) -> None:
+    """Make the window's Settings action open the (non-modal-blocking) settings dialog."""
+
+    def open_dialog() -> None:
+        services = window.services
+        dialog = SettingsDialog(
+            services.settings,
+            services.tool_settings,
+            services.keys,
+            ProviderCalls.over_http(services.client.http),
+            parent=window,
+        )
+        dialog.settingsSaved.connect(window.settings_saved)
+        dialog.open()
+
+    window.set_settings_opener(open_dialog)
+
+
+def _install_excepthook(window: MainWindow) -> None:
+    def hook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
+        _log.error("unhandled error", exc_info=(kind, value, tb))
+        text = "".join(traceback.format_exception_only(kind, value)).strip()
+        window.show_banner(f"Unexpected error (please report it): {text}")
+
+    sys.excepthook = hook
+
+
+async def _run(app: QApplication, args: argparse.Namespace) -> int:
+    async with ProviderClient() as client:
+        try:
+            services = make_services(client)
+        except LedgerError as error:
+            QMessageBox.critical(None, "tiny-agent desktop", str(error))
+            return 1
+        window = MainWindow(services)
+        attach_settings_dialog(window)
+        _install_excepthook(window)
+        if args.workspace is not None:
+            window.add_workspace(args.workspace.resolve())
+        window.show()
+        if args.screenshot is not None:
+            await asyncio.sleep(0.8)
+            app.processEvents()
+            window.grab().save(str(args.screenshot))
+            window.close()
+            return 0
+        quitting = asyncio.Event()
+        app.aboutToQuit.connect(quitting.set)
+        app.lastWindowClosed.connect(quitting.set)
+        await quitting.wait()
+        services.ledger.close()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tiny-agent-gui`` script."""
-    app = QApplication.instance() or QApplication(sys.argv)
+    parser = argparse.ArgumentParser(prog="tiny-agent-gui", description=__doc__)
+    parser.add_argument("--workspace", type=Path, help="a folder with tiny-agent sessions to open")
+    parser.add_argument("--screenshot", type=Path, help="save a PNG of the window once painted, then quit")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    app = QApplication.instance() or QApplication(sys.argv[:1])
     assert isinstance(app, QApplication)
     app.setApplicationName("tiny-agent desktop")
     app.setOrganizationName("tiny-agent")
-    qasync.run(_run_until_quit(app))
-    return 0
+    app.setDesktopFileName("tiny-agent-desktop")
+    loop = HookedQEventLoop(app)
+    asyncio.set_event_loop(loop)
+    try:
+        return int(loop.run_until_complete(_run(app, args)))
+    finally:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,19 +1,451 @@
-"""The main window. Panels (sessions, transcript, inspector) arrive with the window issue."""
+"""The main window: session list (left), transcript and composer (centre), inspector (right), and the cost view.
+
+The window wires panes to the :class:`~tiny_agent_gui.session_controller.SessionController` and the core's
+display models; it holds no business rules. Every action has a menu entry with a visible shortcut.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QMainWindow
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QPushButton,
+    QSplitter,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from tiny_agent_core.agent.loop import RunResult
+from tiny_agent_core.errors import SettingsError
+from tiny_agent_core.ledger import default_workspace, raw_captures, scan_workspace
+from tiny_agent_core.ledger.index import SessionSummary
+from tiny_agent_core.pricing import Overrides
+from tiny_agent_core.providers.client import ProviderClient
+from tiny_agent_core.secrets import KeyStore
+from tiny_agent_core.settings import AppSettings
+from tiny_agent_core.timeline import NoticeItem, Timeline, UserItem
+from tiny_agent_core.tools.approval import ToolSettings
+from tiny_agent_core.usage import Usage
+from tiny_agent_core.workbench import OpenedSession
+from tiny_agent_gui.approval_dialog import DialogApprover
+from tiny_agent_gui.cost.view import CostView
+from tiny_agent_gui.inspector import InspectorPane
+from tiny_agent_gui.session_controller import Connection, SessionController
+from tiny_agent_gui.sessions.pane import SessionListPane
+from tiny_agent_gui.transcript import Composer, TranscriptView
+from tiny_agent_gui.welcome import WelcomeView
+
+
+@dataclass
+class Services:
+    """The core objects the window works with; made once per application (see ``app.py``)."""
+
+    client: ProviderClient
+    ledger: sqlite3.Connection
+    settings: AppSettings
+    keys: KeyStore
+    tool_settings: ToolSettings
+
+
+def format_cost(cost: Decimal | None) -> str:
+    """A cost for display: ``$0.0123``, or ``cost unknown`` (never ``$0`` for unknown)."""
+    if cost is None:
+        return "cost unknown"
+    return f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
+
+
+def format_rate(rate: float | None) -> str:
+    """A cache hit rate for display, or ``–`` when there were no prompt tokens."""
+    return "–" if rate is None else f"{rate * 100:.1f}%"
 
 
 class MainWindow(QMainWindow):
     """The top-level window of tiny-agent desktop."""
 
-    def __init__(self) -> None:
+    def __init__(self, services: Services) -> None:
         super().__init__()
+        self.services = services
+        self._open_settings_hook: Callable[[], None] | None = None
         self.setWindowTitle("tiny-agent desktop")
-        self.resize(1200, 800)
-        placeholder = QLabel("tiny-agent desktop — no session open")
-        placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        placeholder.setAccessibleName("Welcome")
-        self.setCentralWidget(placeholder)
+        self.resize(1280, 800)
+        self.controller = SessionController(
+            client=services.client,
+            approver=DialogApprover(self),
+            tool_settings=services.tool_settings,
+            connection=self.connection,
+            ledger=services.ledger,
+            price_overrides=self._price_overrides,
+            parent=self,
+        )
+        self.timeline: Timeline | None = None
+        self._last_step_usage: Usage | None = None
+        self._build_panes()
+        self._build_menus()
+        self._wire()
+        self._show_start_page()
+
+    # -- layout -----------------------------------------------------------------------------------------------
+
+    def _build_panes(self) -> None:
+        self.sessions = SessionListPane(self.services.ledger)
+        self.transcript = TranscriptView()
+        self.transcript.setAccessibleName("Transcript")
+        self.composer = Composer()
+        self.inspector = InspectorPane(load_captures=lambda attempt_id: raw_captures(self.services.ledger, attempt_id))
+
+        self.session_title = QLabel("No session open")
+        self.session_title.setAccessibleName("Session title")
+        self.session_title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        title_font = self.session_title.font()
+        title_font.setBold(True)
+        self.session_title.setFont(title_font)
+
+        self.banner = QWidget()
+        self.banner.setAccessibleName("Notice")
+        banner_layout = QHBoxLayout(self.banner)
+        banner_layout.setContentsMargins(8, 4, 8, 4)
+        self.banner_text = QLabel()
+        self.banner_text.setWordWrap(True)
+        self.banner_action = QPushButton()
+        self.banner_close = QPushButton("Dismiss")
+        self.banner_close.clicked.connect(self.banner.hide)
+        banner_layout.addWidget(self.banner_text, 1)
+        banner_layout.addWidget(self.banner_action)
+        banner_layout.addWidget(self.banner_close)
+        self.banner.setAutoFillBackground(True)
+        self.banner.hide()
+        self._banner_callback: Callable[[], None] | None = None
+        self.banner_action.clicked.connect(self._banner_clicked)
+
+        centre = QWidget()
+        centre_layout = QVBoxLayout(centre)
+        centre_layout.setContentsMargins(0, 0, 0, 0)
+        centre_layout.addWidget(self.session_title)
+        centre_layout.addWidget(self.banner)
+        centre_layout.addWidget(self.transcript, 1)
+        centre_layout.addWidget(self.composer)
+
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.addWidget(self.sessions)
+        self.splitter.addWidget(centre)
+        self.splitter.addWidget(self.inspector)
+        self.splitter.setStretchFactor(0, 0)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setStretchFactor(2, 0)
+        self.splitter.setSizes([280, 680, 320])
+
+        self.welcome = WelcomeView()
+        self.cost_view = CostView(self.services.ledger)
+
+        self.pages = QStackedWidget()
+        self.pages.addWidget(self.welcome)
+        self.pages.addWidget(self.splitter)
+        self.pages.addWidget(self.cost_view)
+        self.setCentralWidget(self.pages)
+
+        self.status_model = QLabel()
+        self.status_usage = QLabel()
+        self.status_usage.setAccessibleName("Session usage and cost")
+        self.statusBar().addWidget(self.status_model)
+        self.statusBar().addPermanentWidget(self.status_usage)
+
+    def _action(
+        self, text: str, shortcut: QKeySequence | QKeySequence.StandardKey | str | None, slot: Callable[[], object]
+    ) -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+        action.triggered.connect(slot)
+        self.addAction(action)
+        return action
+
+    def _build_menus(self) -> None:
+        menu = self.menuBar()
+        file_menu = menu.addMenu("&File")
+        self.new_action = self._action("&New Session", "Ctrl+N", self.new_session)
+        self.open_action = self._action("&Open Folder…", "Ctrl+O", self.open_folder)
+        self.settings_action = self._action("&Settings…", "Ctrl+,", self.open_settings)
+        self.quit_action = self._action("&Quit", "Ctrl+Q", self.close)
+        for action in (self.new_action, self.open_action, self.settings_action, self.quit_action):
+            file_menu.addAction(action)
+
+        session_menu = menu.addMenu("&Session")
+        self.stop_action = self._action("&Stop", "Ctrl+.", self.controller.cancel)
+        self.compact_action = self._action("&Compact", "Ctrl+Shift+K", self.controller.compact)
+        self.abandon_action = self._action("&Abort Unfinished Operation", None, self.controller.abandon)
+        for action in (self.stop_action, self.compact_action, self.abandon_action):
+            session_menu.addAction(action)
+
+        view_menu = menu.addMenu("&View")
+        self.show_sessions_action = self._action("&Sessions", "Ctrl+1", self.show_sessions)
+        self.show_costs_action = self._action("&Costs", "Ctrl+2", self.show_costs)
+        self.find_action = self._action("&Find Session", "Ctrl+F", self._find)
+        self.inspector_action = self._action("Toggle &Inspector", "Ctrl+I", self._toggle_inspector)
+        self.focus_prompt_action = self._action("Focus &Prompt", "Ctrl+L", self.composer.setFocus)
+        for action in (
+            self.show_sessions_action,
+            self.show_costs_action,
+            self.find_action,
+            self.inspector_action,
+            self.focus_prompt_action,
+        ):
+            view_menu.addAction(action)
+
+    def _wire(self) -> None:
+        bridge = self.controller.bridge
+        model = self.transcript.transcript_model()
+        bridge.text_delta.connect(model.append_text_delta)
+        bridge.step_started.connect(lambda _event: model.end_stream())
+        bridge.run_finished.connect(lambda _event: model.end_stream())
+        bridge.step_finished.connect(self._step_finished)
+        self.transcript.item_selected.connect(self.inspector.show_item)
+        self.transcript.retry_requested.connect(self._retry)
+        self.composer.submitted.connect(self._submit)
+        self.composer.cancel_requested.connect(self.controller.cancel)
+        self.controller.session_opened.connect(self._session_opened)
+        self.controller.busy_changed.connect(self._busy_changed)
+        self.controller.finished.connect(self._finished)
+        self.controller.failed.connect(lambda message: self.show_banner(message))
+        self.controller.recovery_blocked.connect(self._recovery_blocked)
+        self.sessions.session_activated.connect(self._open_summary)
+        self.sessions.new_session_requested.connect(self.new_session)
+        self.cost_view.session_activated.connect(self._open_session_id)
+        self.welcome.setupProviderRequested.connect(self.open_settings)
+        self.welcome.openFolderRequested.connect(lambda folder: self.add_workspace(Path(folder)))
+
+    def _show_start_page(self) -> None:
+        settings = self.services.settings
+        if settings.load_error is not None:
+            self.show_banner(str(settings.load_error))
+        if settings.active() is None and not settings.workspaces:
+            self.pages.setCurrentWidget(self.welcome)
+        else:
+            self.pages.setCurrentWidget(self.splitter)
+        self._update_status()
+
+    # -- actions ----------------------------------------------------------------------------------------------
+
+    def connection(self) -> Connection | None:
+        """The active provider profile, model and key, or ``None`` when none is configured."""
+        config = self.services.settings.active()
+        if config is None or not config.model:
+            return None
+        try:
+            profile = config.provider_profile()
+        except SettingsError as error:
+            self.show_banner(str(error))
+            return None
+        return Connection(profile, config.model, self.services.keys.key_for(config))
+
+    def _price_overrides(self) -> Overrides | None:
+        return self.services.settings.price_overrides or None
+
+    def workspace(self) -> Path:
+        """Where new sessions go: the first configured workspace, else the default one in the user data folder."""
+        folders = self.services.settings.workspaces
+        return Path(folders[0]) if folders else default_workspace()
+
+    def new_session(self) -> None:
+        """Start a new session in the current workspace."""
+        workspace = self.workspace()
+        workspace.mkdir(parents=True, exist_ok=True)
+        self.pages.setCurrentWidget(self.splitter)
+        self.controller.new(workspace)
+        self.composer.setFocus()
+
+    def open_folder(self) -> None:
+        """Choose a folder; its tiny-agent sessions are indexed and listed."""
+        folder = QFileDialog.getExistingDirectory(self, "Open a folder with tiny-agent sessions")
+        if folder:
+            self.add_workspace(Path(folder))
+
+    def add_workspace(self, folder: Path) -> None:
+        """Remember ``folder`` as a workspace, index its sessions, and show them."""
+        self.services.settings.add_workspace(folder)
+        self._save_settings()
+        report = scan_workspace(self.services.ledger, folder)
+        if report.corrupt:
+            names = ", ".join(f"{Path(item.path).name} ({item.code} line {item.line})" for item in report.corrupt)
+            self.show_banner(f"Some session files are corrupt and were skipped: {names}")
+        self.sessions.reload()
+        self.pages.setCurrentWidget(self.splitter)
+
+    def set_settings_opener(self, opener: Callable[[], None]) -> None:
+        """What the Settings action (and the welcome view's "Set up a provider") opens."""
+        self._open_settings_hook = opener
+
+    def open_settings(self) -> None:
+        """Open the settings dialog (providers, keys, tools, workspaces)."""
+        if self._open_settings_hook is not None:
+            self._open_settings_hook()
+
+    def settings_saved(self) -> None:
+        """The settings changed: index new workspaces, refresh the lists and the status bar."""
+        for folder in self.services.settings.workspaces:
+            path = Path(folder)
+            if path.is_dir():
+                scan_workspace(self.services.ledger, path)
+        self.sessions.reload()
+        if self.services.settings.active() is not None and self.pages.currentWidget() is self.welcome:
+            self.pages.setCurrentWidget(self.splitter)
+        self._update_status()
+
+    def show_sessions(self) -> None:
+        """Show the session list, transcript and inspector."""
+        self.pages.setCurrentWidget(self.splitter)
+
+    def show_costs(self) -> None:
+        """Show the cost view."""
+        self.cost_view.reload()
+        self.pages.setCurrentWidget(self.cost_view)
+
+    def show_banner(self, text: str, action: str | None = None, callback: Callable[[], None] | None = None) -> None:
+        """Show a message above the transcript, optionally with one action button."""
+        self.banner_text.setText(text)
+        self._banner_callback = callback
+        self.banner_action.setVisible(action is not None)
+        if action is not None:
+            self.banner_action.setText(action)
+        self.banner.show()
+
+    def _banner_clicked(self) -> None:
+        callback = self._banner_callback
+        self.banner.hide()
+        if callback is not None:
+            callback()
+
+    def _save_settings(self) -> None:
+        try:
+            self.services.settings.save()
+        except (SettingsError, OSError) as error:
+            self.show_banner(f"Settings could not be saved: {error}")
+
+    def _find(self) -> None:
+        self.show_sessions()
+        self.sessions.focus_search()
+
+    def _toggle_inspector(self) -> None:
+        self.inspector.setVisible(not self.inspector.isVisible())
+
+    # -- session events ---------------------------------------------------------------------------------------
+
+    def _open_summary(self, summary: SessionSummary) -> None:
+        self.controller.open(summary.path)
+
+    def _open_session_id(self, session_id: str) -> None:
+        if self.sessions.select_session(session_id):
+            self.show_sessions()
+
+    def _session_opened(self, opened: OpenedSession) -> None:
+        store = opened.store
+        timeline = Timeline.from_bytes(store.path.read_bytes())
+        timeline.enrich(self.services.ledger)
+        if not opened.read_only:
+            store.observe_commits(timeline.apply)
+        self.timeline = timeline
+        self.transcript.transcript_model().set_timeline(timeline)
+        self.inspector.set_timeline(timeline)
+        self.banner.hide()
+        if opened.read_only_reason:
+            self.show_banner(opened.read_only_reason)
+        self.composer.setEnabled(not opened.read_only)
+        self.pages.setCurrentWidget(self.splitter)
+        self._last_step_usage = None
+        self._update_status()
+        self.sessions.reload()
+        self.sessions.select_session(store.session_id)
+
+    def _submit(self, prompt: str) -> None:
+        if self.controller.session is None:
+            self.new_session()
+        if self.controller.session is not None:
+            self.controller.submit(prompt)
+
+    def _retry(self, notice: NoticeItem) -> None:
+        if notice.input_text:
+            self.controller.submit(notice.input_text)
+
+    def _busy_changed(self, busy: bool) -> None:
+        self.composer.set_busy(busy)
+        session = self.controller.session
+        self.sessions.set_running_sessions([session.store.session_id] if busy and session else [])
+        self.stop_action.setEnabled(busy)
+        self.compact_action.setEnabled(not busy)
+
+    def _step_finished(self, event: object) -> None:
+        if self.timeline is not None:
+            self.timeline.apply_event(event)  # type: ignore[arg-type]
+        usage = getattr(event, "usage", None)
+        if usage is not None:
+            self._last_step_usage = usage
+        self._update_status()
+
+    def _finished(self, result: RunResult) -> None:
+        session = self.controller.session
+        if session is not None:
+            self.sessions.refresh_session(session.store.session_id)
+        if result.outcome == "completed" and result.answer and result.answer.startswith(("Compacted", "Nothing")):
+            self.statusBar().showMessage(result.answer, 5000)
+        self._update_status()
+
+    def _recovery_blocked(self, message: str) -> None:
+        self.show_banner(message, "Abort Unfinished Operation", self.controller.abandon)
+
+    def _update_status(self) -> None:
+        config = self.services.settings.active()
+        self.status_model.setText(
+            f"{config.name} · {config.model}" if config is not None and config.model else "No provider configured"
+        )
+        session = self.controller.session
+        if session is None:
+            self.status_usage.setText("")
+            self.session_title.setText("No session open")
+            return
+        usage = session.store.state.usage
+        cost = self._session_cost()
+        latest = self._last_step_usage.cache_hit_rate if self._last_step_usage is not None else None
+        self.status_usage.setText(
+            f"↑{usage.input:,} ↓{usage.output:,} R{usage.cache_read:,} W{usage.cache_write:,} · cache hit "
+            f"{format_rate(latest)} last, {format_rate(usage.cache_hit_rate)} session · {format_cost(cost)}"
+        )
+        title = next(
+            (item.text for item in (self.timeline.items if self.timeline else []) if isinstance(item, UserItem)),
+            "New session",
+        )
+        read_only = " (read-only)" if session.read_only else ""
+        self.session_title.setText(f"{title[:100]}{read_only}")
+
+    def _session_cost(self) -> Decimal | None:
+        if self.timeline is None:
+            return None
+        costs = [step.cost for step in self.timeline.steps()]
+        known = [cost for cost in costs if cost is not None]
+        return sum(known, Decimal(0)) if known else None
+
+    # -- shutdown ---------------------------------------------------------------------------------------------
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        """Stop a running operation (durably) and release the session lock before closing."""
+        if self.controller.busy:
+            self.controller.cancel()
+            self._closing = asyncio.ensure_future(self._close_when_idle())
+            event.ignore()
+            return
+        self.controller.close()
+        super().closeEvent(event)
+
+    async def _close_when_idle(self) -> None:
+        await self.controller.wait_idle()
+        self.close()

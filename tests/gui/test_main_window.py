@@ -1,15 +1,136 @@
-"""The main window starts offscreen."""
+"""The real main window driven through whole runs against the loopback provider (offscreen, qasync loop)."""
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import httpx
+import pytest
+from PySide6.QtWidgets import QApplication, QPushButton
 from pytestqt.qtbot import QtBot
 
-from tiny_agent_gui.main_window import MainWindow
+from tests.core.agent.conftest import text_reply, tool_reply
+from tests.loopback import LoopbackServer, Reply, sse_events
+from tiny_agent_core.ledger import connect
+from tiny_agent_core.providers.client import ProviderClient
+from tiny_agent_core.secrets import KeyStore
+from tiny_agent_core.settings import AppSettings, ProfileConfig
+from tiny_agent_core.timeline import AssistantItem, ToolItem, UserItem
+from tiny_agent_core.tools.approval import ToolSettings
+from tiny_agent_gui.approval_dialog import ApprovalDialog
+from tiny_agent_gui.main_window import MainWindow, Services
 
 
-def test_main_window_opens(qtbot: QtBot) -> None:
-    window = MainWindow()
-    qtbot.addWidget(window)
-    window.show()
-    qtbot.waitExposed(window)
-    assert window.windowTitle() == "tiny-agent desktop"
+@pytest.fixture
+def server() -> Iterator[LoopbackServer]:
+    with LoopbackServer() as running:
+        yield running
+
+
+@pytest.fixture
+async def window(
+    tmp_path: Path, server: LoopbackServer, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[MainWindow]:
+    monkeypatch.setenv("TINY_AGENT_DATA_DIR", str(tmp_path / "data"))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    settings = AppSettings()
+    profile = replace(ProfileConfig.custom("local", server.base_url, name="Loopback"), model="test-model")
+    settings.add_profile(profile)
+    settings.active_profile = "local"
+    settings.add_workspace(workspace)
+    http = httpx.AsyncClient(trust_env=False)
+    client = ProviderClient(http)
+    ledger = connect(tmp_path / "index.sqlite3")
+    services = Services(client, ledger, settings, KeyStore(environ={}), ToolSettings.in_memory())
+    made = MainWindow(services)
+    qtbot.addWidget(made)
+    made.show()
+    yield made
+    await made.controller.wait_idle()
+    made.controller.close()
+    ledger.close()
+    await http.aclose()
+
+
+async def _until(predicate: object, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.02)
+
+
+def _items(window: MainWindow) -> list[object]:
+    assert window.timeline is not None
+    return list(window.timeline.items)
+
+
+async def test_a_whole_run_with_an_approved_tool(window: MainWindow, server: LoopbackServer) -> None:
+    server.queue(
+        tool_reply(("w1", "write", '{"path": "hello.txt", "content": "你好"}')),
+        text_reply("I wrote the file."),
+    )
+    window.composer.submitted.emit("please write hello.txt")
+
+    def dialog() -> ApprovalDialog | None:
+        found = [w for w in QApplication.topLevelWidgets() if isinstance(w, ApprovalDialog) and w.isVisible()]
+        return found[0] if found else None
+
+    await _until(lambda: dialog() is not None)
+    approval = dialog()
+    assert approval is not None
+    allow = next(b for b in approval.findChildren(QPushButton) if b.text().replace("&", "").startswith("Allow once"))
+    allow.click()
+    await window.controller.wait_idle()
+    await _until(lambda: not window.controller.busy)
+
+    items = _items(window)
+    assert isinstance(items[0], UserItem)
+    assert items[0].text == "please write hello.txt"
+    tools = [item for item in items if isinstance(item, ToolItem)]
+    assert [(t.name, t.status) for t in tools] == [("write", "success")]
+    assert isinstance(items[-1], AssistantItem)
+    assert items[-1].text == "I wrote the file."
+    workspace = Path(window.services.settings.workspaces[0])
+    assert (workspace / "hello.txt").read_text() == "你好"
+    assert window.transcript.transcript_model().rowCount() >= 3
+    assert "↑30" in window.status_usage.text()
+    assert "cost unknown" in window.status_usage.text()
+    assert window.sessions.isVisible()
+
+
+async def test_a_provider_failure_is_shown_inline_and_retry_works(window: MainWindow, server: LoopbackServer) -> None:
+    server.queue(Reply.error(500, {"error": {"message": "upstream exploded"}}), text_reply("second time lucky"))
+    window.composer.submitted.emit("try this")
+    await _until(lambda: window.timeline is not None and not window.controller.busy and len(_items(window)) >= 2)
+    notice = _items(window)[-1]
+    assert "upstream exploded" in getattr(notice, "text", "")
+    window.transcript.retry_requested.emit(notice)
+    await _until(lambda: isinstance(_items(window)[-1], AssistantItem))
+    await window.controller.wait_idle()
+    assert _items(window)[-1].text == "second time lucky"  # type: ignore[attr-defined]
+
+
+async def test_escape_stops_a_stalled_stream(window: MainWindow, server: LoopbackServer) -> None:
+    chunk = {"choices": [{"index": 0, "delta": {"content": "slow "}, "finish_reason": None}]}
+    server.queue(Reply.sse(sse_events([chunk]), stall_after=1, stall=30))
+    window.composer.submitted.emit("go slowly")
+    await _until(lambda: window.controller.busy and len(server.requests) == 1)
+    await asyncio.sleep(0.1)
+    window.composer.cancel_requested.emit()
+    await _until(lambda: not window.controller.busy, seconds=5)
+    assert any(getattr(item, "kind", None) == "aborted" for item in _items(window))
+    assert window.composer.isEnabled()
+
+
+def test_keyboard_shortcuts_are_visible(qtbot: QtBot, window: MainWindow) -> None:
+    shortcuts = {a.text().replace("&", ""): a.shortcut().toString() for a in window.actions()}
+    assert shortcuts["Stop"] == "Ctrl+."
+    assert shortcuts["Compact"] == "Ctrl+Shift+K"
+    assert shortcuts["Costs"] == "Ctrl+2"
+    assert all(shortcuts[name] for name in ("New Session", "Open Folder…", "Settings…", "Quit"))
+    assert window.transcript.accessibleName() == "Transcript"
