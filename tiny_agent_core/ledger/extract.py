@@ -18,6 +18,9 @@ from tiny_agent_core.usage import Usage
 TITLE_MAX = 80
 """Longest title kept in the index (characters, an ellipsis included)."""
 
+CONTENT_MAX = 200_000
+"""Most characters of a session's searchable text kept in the index (the rest is not searchable)."""
+
 
 @dataclass(slots=True)
 class RequestFacts:
@@ -74,6 +77,9 @@ class SessionFacts:
     """Sum of every usage fact (attempts and tools): known usage only."""
     requests: list[RequestFacts] = field(default_factory=list)
     tools: list[ToolFacts] = field(default_factory=list)
+    text: str = ""
+    """Searchable content: user and assistant message text and tool calls (name and arguments), one message
+    per line, whitespace collapsed, at most :data:`CONTENT_MAX` characters."""
     committed_length: int = 0
     """Bytes up to and including the last LF; a torn tail after it is ignored."""
 
@@ -113,6 +119,7 @@ def extract_session(data: bytes) -> SessionFacts:
         value = json.loads(line)
         for fact in value if isinstance(value, list) else [value]:
             walker.apply(fact)
+    result.text = walker.text()
     return result
 
 
@@ -123,6 +130,18 @@ class _Walker:
         self.out = out
         self.requests: dict[str, RequestFacts] = {}
         self.tools: dict[str, ToolFacts] = {}
+        self.lines: list[str] = []
+        self.length = 0
+
+    def text(self) -> str:
+        """The searchable content collected so far (see :attr:`SessionFacts.text`)."""
+        return "\n".join(self.lines)[:CONTENT_MAX]
+
+    def _add_text(self, text: str) -> None:
+        line = " ".join(text.split())
+        if line and self.length < CONTENT_MAX:
+            self.lines.append(line)
+            self.length += len(line) + 1
 
     def apply(self, fact: dict[str, Any]) -> None:
         timestamp = fact["timestamp"]
@@ -148,6 +167,8 @@ class _Walker:
             return
         message = entry.get("message", {})
         role = message.get("role")
+        if role in ("user", "assistant"):
+            self._message_text(message)
         if role == "user" and not self.out.title and isinstance(message.get("content"), str):
             self.out.title = make_title(message["content"])
         elif role == "assistant":
@@ -162,6 +183,14 @@ class _Walker:
                 result = entry.get("result", {})
                 tool.outcome = "interrupted" if result.get("type") == "synthetic" else result.get("type")
                 tool.finished_at = timestamp
+
+    def _message_text(self, message: dict[str, Any]) -> None:
+        content = message.get("content")
+        if isinstance(content, str):
+            self._add_text(content)
+        for call in message.get("tool_calls") or []:
+            function = call.get("function", {})
+            self._add_text(f"{function.get('name', '')} {function.get('arguments', '')}")
 
     def _close_attempt_of_operation(self, operation_id: Any, timestamp: int) -> None:
         for request in reversed(self.out.requests):

@@ -208,7 +208,7 @@ def write_session(
     """Replace everything derivable about one session file (call inside a transaction).
 
     Live-only request columns and captures of attempts still in the file are kept; requests and tool timings
-    that are no longer in the file are removed.
+    that are no longer in the file are removed; the searchable text (``session_text``) is replaced.
     """
     conn.execute("DELETE FROM sessions WHERE path = ? AND id <> ?", (str(path), facts.id))
     unknown_usage = sum(1 for request in facts.requests if request.usage is None)
@@ -249,6 +249,11 @@ def write_session(
     ]
     conn.executemany("DELETE FROM requests WHERE attempt_id = ?", [(attempt_id,) for attempt_id in stale])
     conn.executemany(_UPSERT_REQUEST, [_request_row(facts.id, facts.provider, r) for r in facts.requests])
+    conn.execute(
+        "INSERT INTO session_text (session_id, body) VALUES (?, ?) "
+        "ON CONFLICT(session_id) DO UPDATE SET body = excluded.body WHERE body <> excluded.body",
+        (facts.id, facts.text),
+    )
     conn.execute("DELETE FROM tool_timings WHERE session_id = ?", (facts.id,))
     conn.executemany(
         "INSERT INTO tool_timings (tool_started_id, session_id, operation_id, step_id, tool_call_id, tool_name, "
@@ -392,17 +397,40 @@ def _like_pattern(text: str) -> str:
     return f"%{escaped}%"
 
 
+SEARCH_MIN_CONTENT = 3
+"""Shortest search text (characters, whitespace collapsed) also looked up in session content; shorter text
+matches titles only (the content index is made of trigrams)."""
+
+
+def _search_clause(text: str) -> tuple[str, list[Any]]:
+    """SQL condition (and parameters) for :func:`list_sessions`' ``search``: title or content contains text."""
+    collapsed = " ".join(text.split())
+    title = "s.title LIKE ? ESCAPE '\\'"
+    if len(collapsed) < SEARCH_MIN_CONTENT:
+        return title, [_like_pattern(collapsed)]
+    phrase = '"' + collapsed.replace('"', '""') + '"'
+    content = (
+        "s.id IN (SELECT t.session_id FROM session_text AS t WHERE t.id IN "
+        "(SELECT rowid FROM session_text_fts WHERE session_text_fts MATCH ?))"
+    )
+    return f"({title} OR {content})", [_like_pattern(collapsed), phrase]
+
+
 def list_sessions(
     conn: sqlite3.Connection,
     workspace: Path | None = None,
     *,
     title_contains: str | None = None,
+    search: str | None = None,
     limit: int | None = None,
     offset: int = 0,
 ) -> list[SessionSummary]:
     """Indexed sessions, newest first (by creation time), optionally of one workspace or matching a title.
 
-    The title match is case-insensitive (ASCII) and literal (``%`` and ``_`` match themselves).
+    The title match is case-insensitive (ASCII) and literal (``%`` and ``_`` match themselves). ``search``
+    (whitespace collapsed) matches a session whose title contains it or, for :data:`SEARCH_MIN_CONTENT` or more
+    characters, whose content (:attr:`~tiny_agent_core.ledger.extract.SessionFacts.text`) contains it,
+    case-insensitively, through the trigram full-text index.
     """
     clauses: list[str] = []
     params: list[Any] = []
@@ -415,6 +443,10 @@ def list_sessions(
     if title_contains:
         clauses.append("s.title LIKE ? ESCAPE '\\'")
         params.append(_like_pattern(title_contains))
+    if search and search.strip():
+        clause, search_params = _search_clause(search)
+        clauses.append(clause)
+        params += search_params
     sql = _LIST_SQL
     if clauses:
         sql += " WHERE " + " AND ".join(clauses)

@@ -57,6 +57,14 @@ Schema (all times are integer milliseconds since the Unix epoch, UTC; money is `
     ``tool_started_id`` TEXT PK; ``session_id`` FK → sessions (cascade); ``operation_id``; ``step_id``;
     ``tool_call_id``; ``tool_name``; ``started_at``; ``finished_at`` / ``duration_ms`` (NULL while pending);
     ``outcome`` 'success' | 'error' | 'interrupted' (NULL while pending).
+``session_text`` (derivable, m002: the searchable content of a session)
+    ``id`` INTEGER PK (stable rowid of the full-text index); ``session_id`` TEXT UNIQUE FK → sessions (cascade);
+    ``body``, the text of the user and assistant messages and the tool calls' names and arguments, in order,
+    whitespace collapsed, one message per line, at most :data:`~tiny_agent_core.ledger.extract.CONTENT_MAX`
+    characters.
+``session_text_fts`` (m002)
+    An FTS5 index over ``session_text.body`` (external content, ``trigram`` tokenizer, case-insensitive), kept
+    in step by triggers: a quoted phrase query of three or more characters finds every body containing it.
 """
 
 from __future__ import annotations
@@ -71,8 +79,8 @@ from tiny_agent_core.errors import LedgerError, LedgerVersionError
 SCHEMA_MAJOR = 1
 """Incompatible schema generation; a database with a larger major is refused."""
 
-SCHEMA_MINOR = 0
-"""Compatible revision within the major; a larger minor from a newer app is accepted."""
+SCHEMA_MINOR = 1
+"""Compatible revision within the major; a larger minor from a newer app is accepted (1: ``session_text``)."""
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -209,6 +217,49 @@ def m001_initial(conn: sqlite3.Connection) -> None:
             """,
             "CREATE INDEX tool_timings_by_session ON tool_timings (session_id, started_at)",
             "CREATE INDEX tool_timings_by_name ON tool_timings (tool_name)",
+        ],
+    )
+
+
+@migration
+def m002_session_text(conn: sqlite3.Connection) -> None:
+    """Searchable session content (``session_text`` + its trigram FTS5 index); sessions indexed before are re-read.
+
+    Existing rows get their stat columns invalidated (``file_size = -1``) so the next scan re-reads each file
+    once and fills in its text; everything else in the row is kept.
+    """
+    _execute_all(
+        conn,
+        [
+            """
+            CREATE TABLE session_text (
+                id INTEGER PRIMARY KEY,
+                session_id TEXT NOT NULL UNIQUE REFERENCES sessions(id) ON DELETE CASCADE,
+                body TEXT NOT NULL
+            )
+            """,
+            """
+            CREATE VIRTUAL TABLE session_text_fts USING fts5(
+                body, content = 'session_text', content_rowid = 'id', tokenize = 'trigram'
+            )
+            """,
+            """
+            CREATE TRIGGER session_text_inserted AFTER INSERT ON session_text BEGIN
+                INSERT INTO session_text_fts (rowid, body) VALUES (new.id, new.body);
+            END
+            """,
+            """
+            CREATE TRIGGER session_text_deleted AFTER DELETE ON session_text BEGIN
+                INSERT INTO session_text_fts (session_text_fts, rowid, body) VALUES ('delete', old.id, old.body);
+            END
+            """,
+            """
+            CREATE TRIGGER session_text_updated AFTER UPDATE ON session_text BEGIN
+                INSERT INTO session_text_fts (session_text_fts, rowid, body) VALUES ('delete', old.id, old.body);
+                INSERT INTO session_text_fts (rowid, body) VALUES (new.id, new.body);
+            END
+            """,
+            "UPDATE sessions SET file_size = -1",
         ],
     )
 

@@ -80,7 +80,15 @@ EXPECTED_COLUMNS = {
         "duration_ms",
         "outcome",
     ],
+    "session_text": ["id", "session_id", "body"],
+    "session_text_fts": ["body"],
+    "session_text_fts_config": ["k", "v"],
+    "session_text_fts_data": ["id", "block"],
+    "session_text_fts_docsize": ["id", "sz"],
+    "session_text_fts_idx": ["segid", "term", "pgno"],
 }
+
+APPLIED = ["m001_initial", "m002_session_text"]
 
 EXPECTED_INDEXES = {
     "sessions_by_workspace_newest",
@@ -117,13 +125,13 @@ def test_unknown_usage_and_cost_columns_are_nullable(conn: sqlite3.Connection) -
 
 
 def test_migrations_are_recorded_in_order_and_idempotent(conn: sqlite3.Connection) -> None:
-    assert m.applied_migrations(conn) == ["m001_initial"]
-    assert [fn.__name__ for fn in m.MIGRATIONS] == ["m001_initial"]
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == m.user_version() == 1 << 16
+    assert m.applied_migrations(conn) == APPLIED
+    assert [fn.__name__ for fn in m.MIGRATIONS] == APPLIED
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == m.user_version() == 1 << 16 | 1
     assert m.migrate(conn) == []
     again = connect()
     try:
-        assert m.applied_migrations(again) == ["m001_initial"]
+        assert m.applied_migrations(again) == APPLIED
         assert _tables(again) == EXPECTED_COLUMNS
     finally:
         again.close()
@@ -175,24 +183,24 @@ def test_migration_names_must_be_sequential() -> None:
     def m009_skipped(conn: sqlite3.Connection) -> None:
         raise AssertionError
 
-    def m002BadName(conn: sqlite3.Connection) -> None:
+    def m003BadName(conn: sqlite3.Connection) -> None:
         raise AssertionError
 
-    for fn in (m009_skipped, m002BadName):
-        with pytest.raises(ValueError, match="must be named m002_"):
+    for fn in (m009_skipped, m003BadName):
+        with pytest.raises(ValueError, match="must be named m003_"):
             m.migration(fn)
-    assert len(m.MIGRATIONS) == 1
+    assert len(m.MIGRATIONS) == len(APPLIED)
 
 
 def test_failed_migration_rolls_back_and_is_not_recorded(
     conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def m002_broken(c: sqlite3.Connection) -> None:
+    def m003_broken(c: sqlite3.Connection) -> None:
         c.execute("CREATE TABLE half_done (x INTEGER)")
         c.execute("THIS IS NOT SQL")
 
-    monkeypatch.setattr(m, "MIGRATIONS", [*m.MIGRATIONS, m002_broken])
+    monkeypatch.setattr(m, "MIGRATIONS", [*m.MIGRATIONS, m003_broken])
     with pytest.raises(LedgerError, match="migrate"):
         m.migrate(conn)
-    assert m.applied_migrations(conn) == ["m001_initial"]
+    assert m.applied_migrations(conn) == APPLIED
     assert "half_done" not in _tables(conn)

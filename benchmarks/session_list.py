@@ -1,0 +1,139 @@
+"""Build and first-paint the session list pane over 10,000 indexed sessions (SPEC §7, §8), offscreen.
+
+    .venv/bin/python benchmarks/session_list.py [--sessions N] [--repeat R]
+
+Indexes N generated sessions (three workspaces, one priced request each) straight through the ledger writer,
+then, R times: builds a :class:`SessionListPane`, shows it and waits for the list's first paint. Also times a
+content search and a title search (the model reloads its first page), scrolling to the end of the list (every
+page fetched), and building the cost view over every session. Prints medians in milliseconds as one JSON object.
+Everything lives in a temporary folder (``TINY_AGENT_DATA_DIR``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from PySide6.QtCore import QEvent, QEventLoop, QModelIndex, QObject, QTimer
+from PySide6.QtWidgets import QApplication
+
+from tests.gui.test_sessions_data import add_sessions
+from tiny_agent_core.ledger import connect
+from tiny_agent_gui.cost import CostView
+from tiny_agent_gui.sessions import SessionListPane
+
+
+class _FirstPaint(QObject):
+    """Quits a local event loop at the first paint event of a widget."""
+
+    def __init__(self, loop: QEventLoop) -> None:
+        super().__init__()
+        self.loop = loop
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Paint:
+            QTimer.singleShot(0, self.loop.quit)  # let this paint finish first
+        return False
+
+
+def _median_ms(fn: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1000)
+    return round(statistics.median(times), 2)
+
+
+def main() -> None:
+    """Run the benchmark and print the numbers."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sessions", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    app = QApplication.instance() or QApplication(sys.argv)
+    with tempfile.TemporaryDirectory(prefix="tiny-agent-bench-") as tmp:
+        root = Path(tmp)
+        os.environ["TINY_AGENT_DATA_DIR"] = str(root / "data")
+        conn = connect()
+        start = time.perf_counter()
+        third = args.sessions // 3
+        for number, workspace in enumerate(("alpha", "beta", "gamma")):
+            count = third if number < 2 else args.sessions - 2 * third
+            add_sessions(conn, root / workspace, count, first=number * third)
+        generate_s = time.perf_counter() - start
+
+        def build_and_paint() -> None:
+            pane = SessionListPane(conn)
+            pane.resize(360, 900)
+            loop = QEventLoop()
+            watcher = _FirstPaint(loop)
+            pane.list_view.viewport().installEventFilter(watcher)
+            pane.show()
+            loop.exec()
+            assert pane.model.rowCount() == pane.model.PAGE_SIZE
+            pane.close()
+            pane.deleteLater()
+            app.processEvents()
+
+        first_paint = _median_ms(build_and_paint, args.repeat)
+        pane = SessionListPane(conn)
+        pane.resize(360, 900)
+        pane.show()
+        app.processEvents()
+
+        def search(text: str) -> None:
+            pane.model.set_search(text)
+            assert pane.model.rowCount() > 0
+            pane.model.set_search("")
+
+        content = _median_ms(lambda: search("generated body 4242"), 11)
+        title = _median_ms(lambda: search("flaky parser"), 11)
+
+        def fetch_all() -> None:
+            pane.model.reload()
+            while pane.model.canFetchMore(QModelIndex()):
+                pane.model.fetchMore(QModelIndex())
+            assert pane.model.rowCount() == args.sessions
+
+        fetch_everything = _median_ms(fetch_all, 3)
+
+        def cost_view() -> None:
+            view = CostView(conn)
+            view.resize(1200, 800)
+            view.show()
+            app.processEvents()
+            assert view.sessions_model.rowCount() == args.sessions
+            view.close()
+            view.deleteLater()
+
+        cost_view_ms = _median_ms(cost_view, 3)
+        pane.close()
+        conn.close()
+    print(
+        json.dumps(
+            {
+                "sessions": args.sessions,
+                "generate_rows_s": round(generate_s, 2),
+                "pane_build_and_first_paint_median_ms": first_paint,
+                "search_content_and_clear_median_ms": content,
+                "search_title_and_clear_median_ms": title,
+                "fetch_every_page_median_ms": fetch_everything,
+                "cost_view_build_and_show_median_ms": cost_view_ms,
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

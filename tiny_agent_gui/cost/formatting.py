@@ -1,0 +1,66 @@
+"""How amounts, rates, token counts and times are shown. Unknown is a word, never "$0"."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from decimal import ROUND_HALF_EVEN, Decimal
+
+UNKNOWN_COST = "cost unknown"
+"""Shown instead of an amount when no request's cost is known."""
+
+NOT_APPLICABLE = "—"
+"""Shown where a figure does not exist (no prompt tokens, no runs)."""
+
+
+def format_money(amount: Decimal) -> str:
+    """US dollars for display: cents from $0.01 up, else up to two significant digits (never "$0.00" for a cost)."""
+    if amount == 0:
+        return "$0.00"
+    if abs(amount) >= Decimal("0.01"):
+        return f"${amount.quantize(Decimal('0.01'), rounding=ROUND_HALF_EVEN):,}"
+    places = 1 - amount.adjusted()
+    digits = f"{amount.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_EVEN):f}"
+    return "$" + digits.rstrip("0")
+
+
+def cost_text(cost: Decimal | None, unknown_requests: int = 0, *, unknown: str = UNKNOWN_COST) -> str:
+    """``$0.12``; ``≥ $0.12 (+2 unknown)`` when some requests' costs are unknown; ``unknown`` when none is known."""
+    if cost is None:
+        return unknown
+    if unknown_requests:
+        return f"≥ {format_money(cost)} (+{unknown_requests} unknown)"
+    return format_money(cost)
+
+
+def rate_text(rate: float | None) -> str:
+    """A fraction as a percentage with one decimal, or :data:`NOT_APPLICABLE`."""
+    return NOT_APPLICABLE if rate is None else f"{rate * 100:.1f}%"
+
+
+def tokens_text(count: int) -> str:
+    """A token count with thousands separators."""
+    return f"{count:,}"
+
+
+def relative_time(timestamp_ms: int, now_ms: int | None = None) -> str:
+    """``just now``, ``5 min ago``, ``3 h ago``, ``yesterday``, ``4 days ago``, else the local date."""
+    now_ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+    seconds = max(0, (now_ms - timestamp_ms) // 1000)
+    if seconds < 60:
+        return "just now"
+    if seconds < 3600:
+        return f"{seconds // 60} min ago"
+    if seconds < 86_400:
+        return f"{seconds // 3600} h ago"
+    days = seconds // 86_400
+    if days == 1:
+        return "yesterday"
+    if days < 7:
+        return f"{days} days ago"
+    return datetime.fromtimestamp(timestamp_ms / 1000).strftime("%Y-%m-%d")
+
+
+def local_datetime(timestamp_ms: int) -> str:
+    """The local date and time, to the minute."""
+    return datetime.fromtimestamp(timestamp_ms / 1000).strftime("%Y-%m-%d %H:%M")
