@@ -192,6 +192,9 @@ class MainWindow(QMainWindow):
         self.show_sessions_action = self._action("&Sessions", "Ctrl+1", self.show_sessions)
         self.show_costs_action = self._action("&Costs", "Ctrl+2", self.show_costs)
         self.find_action = self._action("&Find Session", "Ctrl+F", self._find)
+        # The session pane owns the window-wide Ctrl+F; the menu only shows it (two would be ambiguous).
+        self.removeAction(self.find_action)
+        self.find_action.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
         self.inspector_action = self._action("Toggle &Inspector", "Ctrl+I", self._toggle_inspector)
         self.focus_prompt_action = self._action("Focus &Prompt", "Ctrl+L", self.composer.setFocus)
         for action in (
