@@ -170,9 +170,10 @@ class AppSettings:
     def save(self) -> None:
         """Write the file atomically with mode 0600 (nothing when in memory).
 
-        Refuses (:class:`SettingsVersionError`) to overwrite a file written by a newer version; moves a corrupt
-        file aside to ``settings.json.corrupt`` first.
+        Validates first (:meth:`validate`); refuses (:class:`SettingsVersionError`) to overwrite a file written by
+        a newer version; moves a corrupt file aside to ``settings.json.corrupt`` first.
         """
+        self.validate()
         if self.path is None:
             return
         if isinstance(self.load_error, SettingsVersionError):
@@ -194,6 +195,25 @@ class AppSettings:
                 os.unlink(temporary)
             raise
         self.load_error = None
+
+    def validate(self) -> None:
+        """Raise :class:`SettingsError` for what the file could not hold: a custom profile without a base URL, a
+        bad environment variable name, a repeated profile id, an empty name."""
+        seen: set[str] = set()
+        for profile in self.profiles:
+            label = profile.name or profile.id
+            if not profile.id or profile.id in seen:
+                raise SettingsError(f"The provider profile id {profile.id!r} is empty or repeated.")
+            seen.add(profile.id)
+            if not profile.name.strip():
+                raise SettingsError(f"The provider profile {profile.id!r} needs a name.")
+            if profile.is_custom and not profile.base_url:
+                raise SettingsError(f"The custom provider {label!r} needs a base URL.")
+            if profile.key_env is not None and not _ENV_NAME.fullmatch(profile.key_env):
+                raise SettingsError(
+                    f"{profile.key_env!r} (provider {label!r}) is not an environment variable name: use letters, "
+                    "digits and underscores, not starting with a digit."
+                )
 
     # -- profiles ------------------------------------------------------------------------------------------
 

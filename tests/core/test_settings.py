@@ -214,3 +214,24 @@ def test_unknown_fields_are_ignored_and_never_written_back(tmp_path: Path) -> No
 def test_an_unreadable_file_is_a_typed_error(tmp_path: Path) -> None:
     (tmp_path / SETTINGS_FILE).mkdir()
     assert isinstance(AppSettings.load(tmp_path).load_error, SettingsFileError)
+
+
+@pytest.mark.parametrize(
+    ("profile", "problem"),
+    [
+        (ProfileConfig("c", "custom", "Box"), "needs a base URL"),
+        (ProfileConfig("o", "openai", "OpenAI", key_env="MY KEY"), "not an environment variable name"),
+        (ProfileConfig("o", "openai", " "), "needs a name"),
+    ],
+)
+def test_save_refuses_what_the_file_could_not_hold(tmp_path: Path, profile: ProfileConfig, problem: str) -> None:
+    settings = AppSettings.load(tmp_path)
+    settings.profiles.append(profile)
+    with pytest.raises(SettingsError, match=problem):
+        settings.save()
+    assert not (tmp_path / SETTINGS_FILE).exists()
+    settings.profiles.append(profile)
+    settings.profiles[0] = ProfileConfig("o", "openai", "OpenAI")
+    settings.profiles[1] = ProfileConfig("o", "openai", "OpenAI")
+    with pytest.raises(SettingsError, match="repeated"):
+        settings.validate()

@@ -184,6 +184,9 @@ async def test_dialog_approver_answers_without_blocking_the_loop(qtbot: QtBot) -
 
 
 async def test_cancelling_the_ask_closes_the_dialog(qtbot: QtBot) -> None:
+    main_window = QWidget()  # closing the last window would quit the app and stop the loop
+    qtbot.addWidget(main_window)
+    main_window.show()
     approver = DialogApprover()
     ask = asyncio.create_task(approver.ask(WRITE))
     await wait_for(lambda: open_dialogs())

@@ -1,0 +1,321 @@
+"""The settings dialog: providers and keys (keyring only), model fetch and connection test, tools, workspaces."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import keyring.backend
+import pytest
+from keyring.backends import fail
+from PySide6.QtWidgets import QAbstractButton, QComboBox, QLineEdit, QListWidget, QWidget
+from pytestqt.qtbot import QtBot
+
+from tests.core.test_secrets import MemoryKeyring, use_keyring
+from tiny_agent_core.errors import AuthenticationError
+from tiny_agent_core.providers.profiles import ProviderProfile
+from tiny_agent_core.secrets import SERVICE, KeyStore
+from tiny_agent_core.settings import SETTINGS_FILE, AppSettings, ProfileConfig
+from tiny_agent_core.tools.approval import ToolSettings
+from tiny_agent_gui.settings import ProviderCalls, SettingsDialog
+
+SECRET = "sk-dialog-secret-42"
+
+
+class Calls:
+    """Stub network calls that record what they were given."""
+
+    def __init__(self, models: list[str] | None = None, error: Exception | None = None) -> None:
+        self.models = models or ["gpt-4.1", "gpt-4.1-mini"]
+        self.error = error
+        self.seen: list[tuple[str, str | None, str | None]] = []
+
+    async def fetch(self, profile: ProviderProfile, key: str | None) -> list[str]:
+        self.seen.append((profile.base_url, key, None))
+        await asyncio.sleep(0.01)
+        if self.error:
+            raise self.error
+        return self.models
+
+    async def test(self, profile: ProviderProfile, key: str | None, model: str | None) -> str:
+        self.seen.append((profile.base_url, key, model))
+        await asyncio.sleep(0.01)
+        if self.error:
+            raise self.error
+        return f"Connected to {profile.name}."
+
+    def provider_calls(self) -> ProviderCalls:
+        return ProviderCalls(self.fetch, self.test)
+
+
+async def until(condition: Callable[[], bool], timeout: float = 2.0) -> None:
+    """Poll with ``asyncio.sleep`` (the qasync loop is what runs Qt here), failing after ``timeout`` seconds."""
+    async with asyncio.timeout(timeout):
+        while not condition():  # noqa: ASYNC110 - a widget state, not an awaitable event
+            await asyncio.sleep(0.005)
+
+
+@pytest.fixture
+def memory_keyring() -> Iterator[MemoryKeyring]:
+    backend = MemoryKeyring()
+    yield from use_keyring(backend)  # type: ignore[misc]
+
+
+@pytest.fixture
+def no_keyring() -> Iterator[keyring.backend.KeyringBackend]:
+    yield from use_keyring(fail.Keyring())
+
+
+class Env:
+    """A config folder, its settings, tool settings and a chooser that returns queued folders."""
+
+    def __init__(self, root: Path) -> None:
+        self.config = root / "config"
+        self.settings = AppSettings.load(self.config)
+        self.tools = ToolSettings.load(self.config)
+        self.folders: list[str | None] = []
+        self.calls = Calls()
+
+    def chooser(self, parent: QWidget, title: str) -> str | None:
+        return self.folders.pop(0)
+
+    def dialog(self, qtbot: QtBot, key_store: KeyStore | None = None) -> SettingsDialog:
+        dialog = SettingsDialog(
+            self.settings,
+            self.tools,
+            key_store or KeyStore(environ={}),
+            self.calls.provider_calls(),
+            chooser=self.chooser,
+        )
+        qtbot.addWidget(dialog)
+        dialog.show()
+        return dialog
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Env:
+    return Env(tmp_path)
+
+
+def test_add_a_provider_with_key_model_and_workspace(
+    qtbot: QtBot, env: Env, memory_keyring: MemoryKeyring, tmp_path: Path
+) -> None:
+    dialog = env.dialog(qtbot)
+    page = dialog.providers
+    assert "system keyring" in page.keyring_label.text()
+    page.preset_combo.setCurrentIndex(page.preset_combo.findData("openai"))
+    page.add_button.click()
+    page.key_edit.setText(f" {SECRET} ")
+    assert page.key_edit.echoMode() == QLineEdit.EchoMode.Password
+    assert "will be saved in the system keyring" in page.key_status.text()
+    page.model_combo.setCurrentText("gpt-4.1")
+    env.folders.append(str(tmp_path / "project"))
+    dialog.workspaces.add_button.click()
+    with qtbot.waitSignal(dialog.settingsSaved, timeout=1000):
+        dialog.buttons.button(dialog.buttons.StandardButton.Save).click()
+    assert not dialog.isVisible()
+
+    assert memory_keyring.secrets == {(SERVICE, "openai"): SECRET}
+    saved = AppSettings.load(env.config)
+    assert saved.load_error is None
+    assert saved.profiles == [ProfileConfig("openai", "openai", "OpenAI", model="gpt-4.1", key_env="OPENAI_API_KEY")]
+    assert saved.active_profile == "openai"
+    assert saved.workspaces == [str(tmp_path / "project")]
+    for path in env.config.rglob("*"):
+        assert SECRET not in path.read_text(encoding="utf-8")
+
+    again = env.dialog(qtbot)
+    assert again.providers.key_edit.text() == ""  # a stored key is never shown back
+    assert again.providers.key_status.text() == "A key is stored in the system keyring."
+    again.providers.forget_button.click()
+    assert again.save()
+    assert memory_keyring.secrets == {}
+
+
+def test_cancel_changes_nothing(qtbot: QtBot, env: Env, memory_keyring: MemoryKeyring) -> None:
+    dialog = env.dialog(qtbot)
+    dialog.providers.add_profile("groq")
+    dialog.providers.key_edit.setText(SECRET)
+    dialog.reject()
+    assert memory_keyring.secrets == {}
+    assert env.settings.profiles == []
+    assert not (env.config / SETTINGS_FILE).exists()
+
+
+def test_profiles_can_be_renamed_removed_and_made_active(qtbot: QtBot, env: Env, memory_keyring: MemoryKeyring) -> None:
+    KeyStore().set("ollama", "unused")
+    env.settings.add_profile(ProfileConfig.from_preset("ollama", "ollama"))
+    env.settings.add_profile(ProfileConfig.from_preset("openrouter", "openrouter"))
+    dialog = env.dialog(qtbot)
+    page = dialog.providers
+    assert page.list.count() == 2
+    assert "(used for new sessions)" in page.list.item(0).text()
+    page.list.setCurrentRow(1)
+    page.name_edit.setText("OpenRouter (work)")
+    page.active_button.click()
+    assert page.list.item(1).text() == "OpenRouter (work) (used for new sessions)"
+    page.list.setCurrentRow(0)
+    page.remove_button.click()
+    assert dialog.save()
+    assert [p.name for p in env.settings.profiles] == ["OpenRouter (work)"]
+    assert env.settings.active_profile == "openrouter"
+    assert memory_keyring.secrets == {}  # the removed profile's key went with it
+
+
+def test_a_custom_profile_needs_a_base_url(qtbot: QtBot, env: Env, memory_keyring: MemoryKeyring) -> None:
+    dialog = env.dialog(qtbot)
+    profile = dialog.providers.add_profile("custom")
+    assert profile.id == "custom"
+    assert not dialog.save()
+    assert "needs a base URL" in dialog.error_label.text()
+    assert dialog.isVisible()
+    dialog.providers.url_edit.setText("http://gpu-box:8000/v1/chat/completions")
+    dialog.providers.env_edit.setText("BAD NAME")
+    assert not dialog.save()
+    assert "not an environment variable name" in dialog.error_label.text()
+    dialog.providers.env_edit.setText("BOX_KEY")
+    assert dialog.save()
+    assert env.settings.profiles[0].base_url == "http://gpu-box:8000/v1"
+
+
+def test_without_a_keyring_the_dialog_says_so_and_offers_the_environment(
+    qtbot: QtBot, env: Env, no_keyring: keyring.backend.KeyringBackend
+) -> None:
+    env.settings.add_profile(ProfileConfig.from_preset("openai", "openai"))
+    dialog = env.dialog(qtbot, KeyStore(environ={"OPENAI_API_KEY": "sk-env"}))
+    page = dialog.providers
+    assert "No system keyring" in page.keyring_label.text()
+    assert not page.key_edit.isEnabled()
+    text = page.key_status.text()
+    assert "OPENAI_API_KEY" in text
+    assert "for that run only" in text
+    assert "is set" in text
+    assert dialog.save()  # nothing to write to a keyring
+
+
+async def test_fetch_models_uses_the_typed_key_and_fills_the_list(
+    qtbot: QtBot, env: Env, memory_keyring: MemoryKeyring
+) -> None:
+    dialog = env.dialog(qtbot)
+    page = dialog.providers
+    page.add_profile("openai")
+    page.key_edit.setText(SECRET)
+    await page.fetch_models()
+    assert env.calls.seen == [("https://api.openai.com/v1", SECRET, None)]
+    assert [page.model_combo.itemText(i) for i in range(page.model_combo.count())] == ["gpt-4.1", "gpt-4.1-mini"]
+    assert page.test_status.text() == "2 models."
+    assert memory_keyring.secrets == {}  # typing a key stores nothing until Save
+
+
+async def test_the_buttons_run_without_blocking_and_show_results(
+    qtbot: QtBot, env: Env, memory_keyring: MemoryKeyring
+) -> None:
+    env.settings.add_profile(ProfileConfig("vllm", "vllm", "vLLM", model="qwen3"))
+    dialog = env.dialog(qtbot)
+    page = dialog.providers
+    page.test_button.click()
+    await asyncio.sleep(0)  # the click started a task; its first step runs on the next loop turn
+    assert not page.test_button.isEnabled()
+    assert page.test_status.text() == "Testing…"
+    await until(page.test_button.isEnabled)
+    assert page.test_status.text() == "✓ Connected to vLLM."
+    assert env.calls.seen == [("http://localhost:8000/v1", None, "qwen3")]
+    page.fetch_button.click()
+    await until(page.fetch_button.isEnabled)
+    assert page.model_combo.currentText() == "qwen3"  # the chosen model is kept
+
+
+async def test_failures_show_the_typed_error(qtbot: QtBot, env: Env, memory_keyring: MemoryKeyring) -> None:
+    env.calls.error = AuthenticationError("The API key was rejected (HTTP 401).", status=401)
+    env.settings.add_profile(ProfileConfig.from_preset("groq", "groq"))
+    dialog = env.dialog(qtbot)
+    await dialog.providers.test_connection()
+    assert dialog.providers.test_status.text() == "Failed: The API key was rejected (HTTP 401)."
+    await dialog.providers.fetch_models()
+    assert "Could not fetch models: The API key was rejected" in dialog.providers.test_status.text()
+    assert dialog.providers.test_button.isEnabled()
+
+
+async def test_closing_cancels_a_running_test(qtbot: QtBot, env: Env, memory_keyring: MemoryKeyring) -> None:
+    main_window = QWidget()  # closing the last window would quit the app and stop the loop
+    qtbot.addWidget(main_window)
+    main_window.show()
+    env.settings.add_profile(ProfileConfig.from_preset("ollama", "ollama"))
+    dialog = env.dialog(qtbot)
+    dialog.providers.test_button.click()
+    tasks = set(dialog.providers._tasks)
+    assert tasks
+    dialog.reject()
+    await asyncio.sleep(0.02)
+    assert all(task.cancelled() for task in tasks)
+
+
+def test_tool_permissions_are_visible_and_revocable(qtbot: QtBot, env: Env, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    env.settings.add_workspace(project)
+    env.tools.allow_always("bash")
+    env.tools.allow_always("write")
+    dialog = env.dialog(qtbot)
+    page = dialog.tools
+    assert [page.always_list.item(i).text() for i in range(page.always_list.count())] == ["bash", "write"]
+    page.always_list.setCurrentRow(0)
+    page.revoke_button.click()
+    assert page.always_allowed() == ["write"]
+    assert page.workspace_combo.currentData() == str(project.resolve())
+    env.folders.append(str(tmp_path))
+    page.add_root_button.click()
+    assert page.roots(str(project)) == [str(tmp_path.resolve())]
+    assert dialog.save()
+    reloaded = ToolSettings.load(env.config)
+    assert reloaded.always_allowed() == {"write"}
+    assert reloaded.allowed_roots(project) == (tmp_path.resolve(),)
+
+    again = env.dialog(qtbot)
+    again.tools.revoke_all()
+    again.tools.remove_root()
+    assert again.save()
+    reloaded.reload()
+    assert (reloaded.always_allowed(), reloaded.allowed_roots(project)) == (frozenset(), ())
+
+
+def test_new_workspaces_are_offered_for_extra_folders(qtbot: QtBot, env: Env, tmp_path: Path) -> None:
+    dialog = env.dialog(qtbot)
+    assert dialog.tools.workspace_combo.count() == 0
+    assert not dialog.tools.add_root_button.isEnabled()
+    env.folders.extend([str(tmp_path), None])
+    dialog.workspaces.add_button.click()
+    dialog.workspaces.add_button.click()  # cancelled: nothing added
+    assert dialog.workspaces.workspaces() == [str(tmp_path)]
+    assert dialog.tools.workspace_combo.currentData() == str(tmp_path.resolve())
+    dialog.workspaces.remove_button.click()
+    assert dialog.workspaces.workspaces() == []
+
+
+def test_a_broken_settings_file_is_reported(qtbot: QtBot, env: Env) -> None:
+    env.config.mkdir(parents=True)
+    (env.config / SETTINGS_FILE).write_text(json.dumps({"version": 99}))
+    env.settings = AppSettings.load(env.config)
+    dialog = env.dialog(qtbot)
+    assert "newer version" in dialog.error_label.text()
+    assert not dialog.save()
+    assert "newer version" in dialog.error_label.text()
+
+
+def test_every_control_has_an_accessible_name_and_tabs_have_mnemonics(
+    qtbot: QtBot, env: Env, memory_keyring: MemoryKeyring
+) -> None:
+    env.settings.add_profile(ProfileConfig.from_preset("openai", "openai"))
+    dialog = env.dialog(qtbot)
+    controls = [
+        widget
+        for kind in (QAbstractButton, QLineEdit, QComboBox, QListWidget)
+        for widget in dialog.findChildren(kind)
+        if not isinstance(widget.parent(), QComboBox)  # a combo's own line edit
+    ]
+    assert controls
+    unnamed = [w for w in controls if not w.accessibleName() and type(w).__name__ != "QTabBar"]
+    assert unnamed == []
+    assert all("&" in dialog.tabs.tabText(i) for i in range(dialog.tabs.count()))

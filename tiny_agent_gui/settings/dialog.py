@@ -1,0 +1,124 @@
+"""The settings dialog: Providers, Tools and Workspaces tabs; Save applies everything, Cancel nothing (SPEC §7)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QTabWidget, QVBoxLayout, QWidget
+
+from tiny_agent_core.errors import SecretStoreError, TinyAgentError
+from tiny_agent_core.secrets import KeyStore
+from tiny_agent_core.settings import AppSettings
+from tiny_agent_core.tools.approval import ToolSettings
+from tiny_agent_gui.settings.calls import ProviderCalls
+from tiny_agent_gui.settings.folders import FolderChooser, choose_folder
+from tiny_agent_gui.settings.providers_page import ProvidersPage
+from tiny_agent_gui.settings.tools_page import ToolsPage
+from tiny_agent_gui.settings.workspaces_page import WorkspacesPage
+
+__all__ = ["SettingsDialog"]
+
+
+class SettingsDialog(QDialog):
+    """Edits ``settings``, ``tool_settings`` and the keys in ``key_store``; nothing changes until Save.
+
+    Save validates, writes the settings file, stores typed keys in the keyring (only there), applies tool permission
+    changes, emits :attr:`settingsSaved` and closes. A failure is shown in the dialog, which stays open.
+    ``calls`` fetches models and tests connections (:meth:`ProviderCalls.over_http` in the app, stubs in tests);
+    ``chooser`` asks for folders.
+    """
+
+    PROVIDERS, TOOLS, WORKSPACES = 0, 1, 2
+    """Tab indexes for :meth:`show_tab`."""
+
+    settingsSaved = Signal()
+    """Everything was written; re-read :class:`AppSettings` consumers (active profile, workspaces…)."""
+
+    def __init__(
+        self,
+        settings: AppSettings,
+        tool_settings: ToolSettings,
+        key_store: KeyStore,
+        calls: ProviderCalls,
+        parent: QWidget | None = None,
+        *,
+        chooser: FolderChooser = choose_folder,
+    ) -> None:
+        super().__init__(parent)
+        self.settings = settings
+        self.setWindowTitle("Settings")
+        self.setAccessibleName("Settings")
+        self.resize(860, 560)
+
+        self.providers = ProvidersPage(settings, key_store, calls)
+        self.workspaces = WorkspacesPage(settings, chooser)
+        self.tools = ToolsPage(tool_settings, self.workspaces.workspaces, chooser)
+        self.workspaces.changed.connect(self.tools.refresh_workspaces)
+        self.tabs = QTabWidget()
+        self.tabs.setAccessibleName("Settings sections")
+        self.tabs.addTab(self.providers, "&Providers")
+        self.tabs.addTab(self.tools, "T&ools")
+        self.tabs.addTab(self.workspaces, "&Workspaces")
+
+        self.error_label = QLabel()
+        self.error_label.setWordWrap(True)
+        self.error_label.setAccessibleName("Settings problem")
+        if settings.load_error is not None:
+            self.error_label.setText(str(settings.load_error))
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
+        save = self.buttons.button(QDialogButtonBox.StandardButton.Save)
+        save.setText("&Save (Ctrl+S)")
+        save.setAccessibleName("Save settings")
+        self.buttons.button(QDialogButtonBox.StandardButton.Cancel).setAccessibleName("Cancel")
+        QShortcut(QKeySequence(QKeySequence.StandardKey.Save), self).activated.connect(self.save)
+        self.buttons.accepted.connect(self.save)
+        self.buttons.rejected.connect(self.reject)
+
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.tabs, 1)
+        layout.addWidget(self.error_label)
+        layout.addWidget(self.buttons)
+
+    def show_tab(self, index: int) -> None:
+        """Select a tab (:attr:`PROVIDERS`, :attr:`TOOLS`, :attr:`WORKSPACES`)."""
+        self.tabs.setCurrentIndex(index)
+
+    def save(self) -> bool:
+        """Apply every staged change; on failure show why, keep the dialog open and return ``False``."""
+        staged = AppSettings(
+            profiles=self.providers.profiles(),
+            active_profile=self.providers.active_id(),
+            workspaces=self.workspaces.workspaces(),
+        )
+        try:
+            staged.validate()
+        except TinyAgentError as error:
+            return self._fail(str(error))
+        self.settings.profiles = staged.profiles
+        self.settings.active_profile = staged.active_profile
+        self.settings.workspaces = staged.workspaces
+        try:
+            self.settings.save()
+        except (TinyAgentError, OSError) as error:
+            return self._fail(f"The settings could not be saved: {error}")
+        try:
+            self.providers.apply_keys()
+        except (SecretStoreError, ValueError) as error:
+            return self._fail(f"The settings were saved, but an API key was not: {error}")
+        try:
+            self.tools.apply()
+        except OSError as error:
+            return self._fail(f"The tool permissions could not be saved: {error}")
+        self.error_label.clear()
+        self.settingsSaved.emit()
+        self.accept()
+        return True
+
+    def done(self, result: int) -> None:
+        """Close, stopping any fetch or connection test still running."""
+        self.providers.cancel_tasks()
+        super().done(result)
+
+    def _fail(self, message: str) -> bool:
+        self.error_label.setText(message)
+        return False

@@ -1,0 +1,425 @@
+"""The Providers tab: the user's provider profiles, each with base URL, model, API key and a connection test.
+
+Edits are staged here and applied by the dialog's Save: profiles go to the settings file, typed keys only to the
+keyring (:class:`~tiny_agent_core.secrets.KeyStore`), never to a file. Fetching models and testing the connection are
+coroutines (:meth:`ProvidersPage.fetch_models`, :meth:`ProvidersPage.test_connection`); the buttons start them as
+tasks on the running (qasync) loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from dataclasses import replace
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from tiny_agent_core.errors import SecretStoreError, TinyAgentError
+from tiny_agent_core.providers.profiles import PRESETS, normalize_base_url
+from tiny_agent_core.secrets import KeyStore
+from tiny_agent_core.settings import CUSTOM, AppSettings, ProfileConfig
+from tiny_agent_gui.settings.calls import ProviderCalls
+
+__all__ = ["PRESET_ORDER", "ProvidersPage"]
+
+PRESET_ORDER = (
+    "openai",
+    "openrouter",
+    "ollama",
+    "lmstudio",
+    "vllm",
+    "llamacpp",
+    "deepseek",
+    "groq",
+    "mistral",
+    "together",
+)
+"""The presets in the order the "add" list offers them (custom base URL comes last)."""
+
+_ID = Qt.ItemDataRole.UserRole
+
+
+class ProvidersPage(QWidget):
+    """Staged edits of the provider profiles and their keys."""
+
+    def __init__(self, settings: AppSettings, key_store: KeyStore, calls: ProviderCalls) -> None:
+        super().__init__()
+        self._settings = settings
+        self._key_store = key_store
+        self._calls = calls
+        self._profiles = list(settings.profiles)
+        active = settings.active()
+        self._active = active.id if active else None
+        self._keys: dict[str, str] = {}
+        """Keys typed in this dialog, by profile id, to store on save."""
+        self._forget: set[str] = set()
+        """Profile ids whose stored key is deleted on save."""
+        self._models: dict[str, list[str]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._loading = False
+        self._build()
+        self._refresh_list(self._active)
+
+    # -- construction --------------------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        status = self._key_store.status()
+        self.keyring_label = QLabel(
+            f"API keys are saved only in the system keyring ({status.backend}), never in a file."
+            if status.available
+            else f"{status.reason} A key can still come from an environment variable, for one run."
+        )
+        self.keyring_label.setWordWrap(True)
+        self.keyring_label.setAccessibleName("Keyring status")
+
+        self.list = QListWidget()
+        self.list.setAccessibleName("Configured providers")
+        list_label = QLabel("Confi&gured providers:")
+        list_label.setBuddy(self.list)
+        self.preset_combo = QComboBox()
+        self.preset_combo.setAccessibleName("Provider type to add")
+        for preset_id in PRESET_ORDER:
+            self.preset_combo.addItem(PRESETS[preset_id].name, preset_id)
+        self.preset_combo.addItem("Custom (OpenAI-compatible base URL)", CUSTOM)
+        preset_label = QLabel("Pro&vider type:")
+        preset_label.setBuddy(self.preset_combo)
+        self.add_button = QPushButton("&Add")
+        self.add_button.setAccessibleName("Add provider")
+        self.remove_button = QPushButton("&Remove")
+        self.remove_button.setAccessibleName("Remove provider")
+        self.active_button = QPushButton("&Use for new sessions")
+        self.active_button.setAccessibleName("Use for new sessions")
+
+        left = QVBoxLayout()
+        left.addWidget(list_label)
+        left.addWidget(self.list, 1)
+        adding = QHBoxLayout()
+        adding.addWidget(preset_label)
+        adding.addWidget(self.preset_combo, 1)
+        adding.addWidget(self.add_button)
+        left.addLayout(adding)
+        actions = QHBoxLayout()
+        actions.addWidget(self.remove_button)
+        actions.addWidget(self.active_button)
+        left.addLayout(actions)
+
+        self.form = QGroupBox("Provider")
+        self.name_edit = QLineEdit()
+        self.url_edit = QLineEdit()
+        self.model_combo = QComboBox()
+        self.model_combo.setEditable(True)
+        self.model_combo.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
+        self.model_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.model_combo.setMinimumContentsLength(20)
+        self.fetch_button = QPushButton("&Fetch models")
+        self.key_edit = QLineEdit()
+        self.key_edit.setEchoMode(QLineEdit.EchoMode.Password)
+        self.forget_button = QPushButton("Forget stored ke&y")
+        self.key_status = QLabel()
+        self.key_status.setWordWrap(True)
+        self.env_edit = QLineEdit()
+        self.env_edit.setPlaceholderText("e.g. MY_PROVIDER_API_KEY")
+        self.test_button = QPushButton("&Test connection")
+        self.test_status = QLabel()
+        self.test_status.setWordWrap(True)
+        self.test_status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        for widget, name in (
+            (self.name_edit, "Provider name"),
+            (self.url_edit, "Base URL"),
+            (self.model_combo, "Model"),
+            (self.fetch_button, "Fetch models"),
+            (self.key_edit, "API key"),
+            (self.forget_button, "Forget stored key"),
+            (self.key_status, "API key status"),
+            (self.env_edit, "Key environment variable"),
+            (self.test_button, "Test connection"),
+            (self.test_status, "Connection test result"),
+        ):
+            widget.setAccessibleName(name)
+        model_row = QHBoxLayout()
+        model_row.addWidget(self.model_combo, 1)
+        model_row.addWidget(self.fetch_button)
+        key_row = QHBoxLayout()
+        key_row.addWidget(self.key_edit, 1)
+        key_row.addWidget(self.forget_button)
+        form = QFormLayout(self.form)
+        rows: tuple[tuple[str, QWidget | QHBoxLayout, QWidget], ...] = (
+            ("&Name:", self.name_edit, self.name_edit),
+            ("&Base URL:", self.url_edit, self.url_edit),
+            ("&Model:", model_row, self.model_combo),
+            ("API &key:", key_row, self.key_edit),
+            ("", self.key_status, self.key_status),
+            ("&Environment variable:", self.env_edit, self.env_edit),
+        )
+        for text, field, buddy in rows:
+            label = QLabel(text)
+            label.setBuddy(buddy)
+            form.addRow(label, field)
+        form.addRow(self.test_button, self.test_status)
+
+        columns = QHBoxLayout()
+        columns.addLayout(left, 2)
+        columns.addWidget(self.form, 3)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.keyring_label)
+        layout.addLayout(columns, 1)
+
+        self.list.currentItemChanged.connect(lambda *_: self._show_current())
+        self.add_button.clicked.connect(lambda: self.add_profile(self.preset_combo.currentData()))
+        self.remove_button.clicked.connect(self.remove_current)
+        self.active_button.clicked.connect(self.make_current_active)
+        for edit in (self.name_edit, self.url_edit, self.env_edit):
+            edit.textChanged.connect(self._form_changed)
+        self.model_combo.currentTextChanged.connect(self._form_changed)
+        self.key_edit.textChanged.connect(self._key_typed)
+        self.forget_button.clicked.connect(self.forget_key)
+        self.fetch_button.clicked.connect(lambda: self._spawn(self.fetch_models()))
+        self.test_button.clicked.connect(lambda: self._spawn(self.test_connection()))
+
+    # -- staged state --------------------------------------------------------------------------------------
+
+    def profiles(self) -> list[ProfileConfig]:
+        """The profiles as edited."""
+        return list(self._profiles)
+
+    def active_id(self) -> str | None:
+        """The profile chosen for new sessions."""
+        return self._active
+
+    def current(self) -> ProfileConfig | None:
+        """The profile shown in the form."""
+        item = self.list.currentItem()
+        profile_id = item.data(_ID) if item is not None else None
+        return next((profile for profile in self._profiles if profile.id == profile_id), None)
+
+    def add_profile(self, preset_id: str) -> ProfileConfig:
+        """Add a profile for a preset id, or :data:`CUSTOM` (its base URL is then to be typed), and show it."""
+        taken = AppSettings(profiles=self._profiles)
+        if preset_id == CUSTOM:
+            profile = ProfileConfig(taken.new_profile_id(CUSTOM), CUSTOM, "Custom server")
+        else:
+            profile = ProfileConfig.from_preset(preset_id, taken.new_profile_id(preset_id))
+        self._profiles.append(profile)
+        if self._active is None:
+            self._active = profile.id
+        self._refresh_list(profile.id)
+        (self.url_edit if profile.is_custom else self.model_combo).setFocus()
+        return profile
+
+    def remove_current(self) -> None:
+        """Remove the shown profile; its stored key is deleted on save."""
+        profile = self.current()
+        if profile is None:
+            return
+        self._profiles.remove(profile)
+        self._keys.pop(profile.id, None)
+        self._forget.add(profile.id)
+        if self._active == profile.id:
+            self._active = self._profiles[0].id if self._profiles else None
+        self._refresh_list(self._profiles[0].id if self._profiles else None)
+
+    def make_current_active(self) -> None:
+        """Use the shown profile for new sessions."""
+        profile = self.current()
+        if profile is not None:
+            self._active = profile.id
+            self._refresh_list(profile.id)
+
+    def forget_key(self) -> None:
+        """Delete the shown profile's stored key on save (and drop a key typed here)."""
+        profile = self.current()
+        if profile is None:
+            return
+        self._keys.pop(profile.id, None)
+        self._forget.add(profile.id)
+        self._loading = True
+        self.key_edit.clear()
+        self._loading = False
+        self._show_key_status(profile)
+
+    def apply_keys(self) -> None:
+        """Write staged key changes to the keyring. Raises :class:`SecretStoreError` subclasses."""
+        for profile_id in sorted(self._forget - set(self._keys)):
+            if self._key_store.available:
+                self._key_store.delete(profile_id)
+        for profile_id, key in sorted(self._keys.items()):
+            self._key_store.set(profile_id, key)
+        self._keys.clear()
+        self._forget.clear()
+
+    def cancel_tasks(self) -> None:
+        """Stop running fetches and tests (the dialog is closing)."""
+        for task in list(self._tasks):
+            task.cancel()
+
+    # -- network -------------------------------------------------------------------------------------------
+
+    async def fetch_models(self) -> None:
+        """Fill the model list of the shown profile from its ``/models`` endpoint."""
+        profile = self.current()
+        if profile is None:
+            return
+        self.fetch_button.setEnabled(False)
+        self.test_status.setText("Fetching models…")
+        try:
+            models = await self._calls.fetch_models(profile.provider_profile(), self._key_for(profile))
+        except TinyAgentError as error:
+            self.test_status.setText(f"Could not fetch models: {error}")
+            return
+        finally:
+            self.fetch_button.setEnabled(True)
+        self._models[profile.id] = models
+        shown = self.current()
+        if shown is not None and shown.id == profile.id:
+            self._fill_models(shown)
+        self.test_status.setText(f"{len(models)} models." if models else "The provider listed no models.")
+
+    async def test_connection(self) -> None:
+        """Test the shown profile with its key; show success or the typed error's message."""
+        profile = self.current()
+        if profile is None:
+            return
+        self.test_button.setEnabled(False)
+        self.test_status.setText("Testing…")
+        try:
+            message = await self._calls.test_connection(
+                profile.provider_profile(), self._key_for(profile), profile.model
+            )
+        except TinyAgentError as error:
+            self.test_status.setText(f"Failed: {error}")
+        else:
+            self.test_status.setText(f"✓ {message}")
+        finally:
+            self.test_button.setEnabled(True)
+
+    def _key_for(self, profile: ProfileConfig) -> str | None:
+        typed = self._keys.get(profile.id)
+        if typed:
+            return typed
+        return self._key_store.key_for(profile)
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- form ----------------------------------------------------------------------------------------------
+
+    def _refresh_list(self, select: str | None) -> None:
+        self._loading = True
+        self.list.clear()
+        for profile in self._profiles:
+            item = QListWidgetItem(self._label(profile))
+            item.setData(_ID, profile.id)
+            self.list.addItem(item)
+            if profile.id == select:
+                self.list.setCurrentItem(item)
+        self._loading = False
+        self._show_current()
+
+    def _label(self, profile: ProfileConfig) -> str:
+        return f"{profile.name} (used for new sessions)" if profile.id == self._active else profile.name
+
+    def _show_current(self) -> None:
+        if self._loading:
+            return
+        profile = self.current()
+        self.form.setEnabled(profile is not None)
+        self.remove_button.setEnabled(profile is not None)
+        self.active_button.setEnabled(profile is not None and profile.id != self._active)
+        self._loading = True
+        try:
+            self.test_status.clear()
+            if profile is None:
+                for edit in (self.name_edit, self.url_edit, self.env_edit, self.key_edit):
+                    edit.clear()
+                self.model_combo.clear()
+                self.key_status.setText("Add a provider to configure it.")
+                return
+            preset = PRESETS.get(profile.provider)
+            self.name_edit.setText(profile.name)
+            self.url_edit.setText(profile.base_url or "")
+            self.url_edit.setPlaceholderText(preset.base_url if preset else "http://host:port/v1")
+            self.env_edit.setText(profile.key_env or "")
+            self.key_edit.setText(self._keys.get(profile.id, ""))
+            self._fill_models(profile)
+        finally:
+            self._loading = False
+        self._show_key_status(profile)
+
+    def _fill_models(self, profile: ProfileConfig) -> None:
+        loading, self._loading = self._loading, True
+        self.model_combo.clear()
+        self.model_combo.addItems(self._models.get(profile.id, []))
+        self.model_combo.setCurrentText(profile.model or "")
+        self._loading = loading
+
+    def _show_key_status(self, profile: ProfileConfig) -> None:
+        status = self._key_store.status()
+        preset = PRESETS.get(profile.provider)
+        needed = preset.key_required if preset else False
+        self.key_edit.setEnabled(status.available)
+        self.forget_button.setEnabled(status.available)
+        if not status.available:
+            self.key_edit.setPlaceholderText("No system keyring")
+            resolved = self._key_store.key_for(profile)
+            have = f" {profile.key_env} is set: its key is used for this run." if resolved else ""
+            self.key_status.setText(f"{self._key_store.environment_hint(profile)}{have}")  # why: see the top
+            return
+        stored = False
+        if profile.id in self._keys:
+            text = "The key typed here will be saved in the system keyring."
+        elif profile.id in self._forget:
+            text = "The stored key will be deleted."
+        else:
+            try:
+                stored = self._key_store.has_key(profile.id)
+            except SecretStoreError as error:
+                self.key_status.setText(str(error))
+                return
+            text = "A key is stored in the system keyring." if stored else "No key stored."
+            if not stored and not needed:
+                text += " This provider usually needs none."
+        self.key_edit.setPlaceholderText("Type to replace the stored key" if stored else "Paste the key")
+        self.key_status.setText(text)
+
+    def _form_changed(self) -> None:
+        profile = self.current()
+        if self._loading or profile is None:
+            return
+        updated = replace(
+            profile,
+            name=self.name_edit.text().strip(),
+            base_url=normalize_base_url(self.url_edit.text()) or None,
+            model=self.model_combo.currentText().strip() or None,
+            key_env=self.env_edit.text().strip() or None,
+        )
+        self._profiles[self._profiles.index(profile)] = updated
+        item = self.list.currentItem()
+        if item is not None:
+            item.setText(self._label(updated))
+
+    def _key_typed(self, text: str) -> None:
+        profile = self.current()
+        if self._loading or profile is None:
+            return
+        if text.strip():
+            self._keys[profile.id] = text.strip()
+            self._forget.discard(profile.id)
+        else:
+            self._keys.pop(profile.id, None)
+        self._show_key_status(profile)

@@ -1,0 +1,173 @@
+"""The Tools tab: standing "always allow" permissions (visible, revocable) and the extra folders file tools may reach.
+
+Changes are staged and applied to :class:`~tiny_agent_core.tools.approval.ToolSettings` by the dialog's Save.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QListWidget, QPushButton, QVBoxLayout, QWidget
+
+from tiny_agent_core.tools.approval import ToolSettings
+from tiny_agent_gui.settings.folders import FolderChooser
+
+__all__ = ["ToolsPage"]
+
+
+class ToolsPage(QWidget):
+    """Staged revocations and allowed-root changes; ``workspaces`` gives the folders to offer."""
+
+    def __init__(
+        self, tool_settings: ToolSettings, workspaces: Callable[[], list[str]], chooser: FolderChooser
+    ) -> None:
+        super().__init__()
+        self._tool_settings = tool_settings
+        self._workspaces = workspaces
+        self._chooser = chooser
+        tool_settings.reload()
+        self._always = sorted(tool_settings.always_allowed())
+        self._roots = {workspace: list(roots) for workspace, roots in tool_settings.workspace_roots.items()}
+        self._changed_roots: set[str] = set()
+
+        self.always_list = QListWidget()
+        self.always_list.setAccessibleName("Always allowed tools")
+        always_label = QLabel("&Always allowed tools (they never ask; the others ask before each call):")
+        always_label.setWordWrap(True)
+        always_label.setBuddy(self.always_list)
+        self.revoke_button = QPushButton("&Revoke")
+        self.revoke_button.setAccessibleName("Revoke the selected permission")
+        self.revoke_all_button = QPushButton("Revoke a&ll")
+        self.revoke_all_button.setAccessibleName("Revoke all permissions")
+        if tool_settings.load_error:
+            always_label.setText(f"{always_label.text()}\n(The permissions file was unreadable: nothing is allowed.)")
+
+        self.workspace_combo = QComboBox()
+        self.workspace_combo.setAccessibleName("Workspace")
+        workspace_label = QLabel("Wor&kspace:")
+        workspace_label.setBuddy(self.workspace_combo)
+        self.roots_list = QListWidget()
+        self.roots_list.setAccessibleName("Extra folders file tools may reach")
+        roots_label = QLabel("E&xtra folders the file tools may reach from this workspace (besides the workspace):")
+        roots_label.setWordWrap(True)
+        roots_label.setBuddy(self.roots_list)
+        self.add_root_button = QPushButton("Add &folder…")
+        self.add_root_button.setAccessibleName("Add an extra folder")
+        self.remove_root_button = QPushButton("R&emove folder")
+        self.remove_root_button.setAccessibleName("Remove the selected extra folder")
+
+        layout = QVBoxLayout(self)
+        layout.addWidget(always_label)
+        layout.addWidget(self.always_list, 1)
+        row = QHBoxLayout()
+        row.addWidget(self.revoke_button)
+        row.addWidget(self.revoke_all_button)
+        row.addStretch(1)
+        layout.addLayout(row)
+        picker = QHBoxLayout()
+        picker.addWidget(workspace_label)
+        picker.addWidget(self.workspace_combo, 1)
+        layout.addLayout(picker)
+        layout.addWidget(roots_label)
+        layout.addWidget(self.roots_list, 1)
+        row = QHBoxLayout()
+        row.addWidget(self.add_root_button)
+        row.addWidget(self.remove_root_button)
+        row.addStretch(1)
+        layout.addLayout(row)
+
+        self.revoke_button.clicked.connect(self.revoke_selected)
+        self.revoke_all_button.clicked.connect(self.revoke_all)
+        self.workspace_combo.currentIndexChanged.connect(lambda _: self._show_roots())
+        self.add_root_button.clicked.connect(self.add_root)
+        self.remove_root_button.clicked.connect(self.remove_root)
+        self._show_always()
+        self.refresh_workspaces()
+
+    # -- permissions ---------------------------------------------------------------------------------------
+
+    def always_allowed(self) -> list[str]:
+        """The tools still always allowed after the staged revocations."""
+        return list(self._always)
+
+    def revoke_selected(self) -> None:
+        """Revoke the selected tool's standing permission (on save)."""
+        item = self.always_list.currentItem()
+        if item is not None and item.text() in self._always:
+            self._always.remove(item.text())
+            self._show_always()
+
+    def revoke_all(self) -> None:
+        """Revoke every standing permission (on save)."""
+        self._always.clear()
+        self._show_always()
+
+    def _show_always(self) -> None:
+        self.always_list.clear()
+        self.always_list.addItems(self._always)
+        if self._always:
+            self.always_list.setCurrentRow(0)
+        self.revoke_button.setEnabled(bool(self._always))
+        self.revoke_all_button.setEnabled(bool(self._always))
+
+    # -- allowed roots -------------------------------------------------------------------------------------
+
+    def refresh_workspaces(self) -> None:
+        """Offer the current workspace folders (and any that already have extra folders)."""
+        current = self.workspace_combo.currentData()
+        folders = dict.fromkeys([os.path.realpath(folder) for folder in self._workspaces()] + sorted(self._roots))
+        self.workspace_combo.blockSignals(True)
+        self.workspace_combo.clear()
+        for folder in folders:
+            self.workspace_combo.addItem(folder, folder)
+        index = self.workspace_combo.findData(current)
+        self.workspace_combo.setCurrentIndex(max(index, 0))
+        self.workspace_combo.blockSignals(False)
+        self._show_roots()
+
+    def roots(self, workspace: str) -> list[str]:
+        """The staged extra folders of a workspace (real path)."""
+        return list(self._roots.get(os.path.realpath(workspace), []))
+
+    def add_root(self) -> None:
+        """Ask for a folder and add it to the selected workspace's extra folders (on save)."""
+        workspace = self.workspace_combo.currentData()
+        if not workspace:
+            return
+        folder = self._chooser(self, "Folder the file tools may reach")
+        if folder:
+            roots = self._roots.setdefault(workspace, [])
+            real = os.path.realpath(folder)
+            if real not in roots:
+                roots.append(real)
+            self._changed_roots.add(workspace)
+            self._show_roots()
+
+    def remove_root(self) -> None:
+        """Remove the selected extra folder (on save)."""
+        workspace = self.workspace_combo.currentData()
+        item = self.roots_list.currentItem()
+        if workspace and item is not None:
+            self._roots[workspace] = [root for root in self._roots.get(workspace, []) if root != item.text()]
+            self._changed_roots.add(workspace)
+            self._show_roots()
+
+    def _show_roots(self) -> None:
+        workspace = self.workspace_combo.currentData()
+        self.roots_list.clear()
+        self.roots_list.addItems(self._roots.get(workspace, []) if workspace else [])
+        if self.roots_list.count():
+            self.roots_list.setCurrentRow(0)
+        self.add_root_button.setEnabled(bool(workspace))
+        self.remove_root_button.setEnabled(self.roots_list.count() > 0)
+
+    # -- save ----------------------------------------------------------------------------------------------
+
+    def apply(self) -> None:
+        """Write the staged changes to the tool settings file."""
+        for tool in sorted(self._tool_settings.always_allowed() - set(self._always)):
+            self._tool_settings.revoke(tool)
+        for workspace in sorted(self._changed_roots):
+            self._tool_settings.set_allowed_roots(workspace, self._roots.get(workspace, []))
+        self._changed_roots.clear()
