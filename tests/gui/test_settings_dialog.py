@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import httpx
 import keyring.backend
 import pytest
 from keyring.backends import fail
@@ -319,3 +320,19 @@ def test_every_control_has_an_accessible_name_and_tabs_have_mnemonics(
     unnamed = [w for w in controls if not w.accessibleName() and type(w).__name__ != "QTabBar"]
     assert unnamed == []
     assert all("&" in dialog.tabs.tabText(i) for i in range(dialog.tabs.count()))
+
+
+async def test_the_real_calls_list_models_over_http() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.headers.get("Authorization") != f"Bearer {SECRET}":
+            return httpx.Response(401, json={"error": {"message": "bad key"}})
+        return httpx.Response(200, json={"data": [{"id": "m-b"}, {"id": "m-a"}]})
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        calls = ProviderCalls.over_http(client)
+        profile = ProfileConfig.from_preset("openai", "openai").provider_profile()
+        assert await calls.fetch_models(profile, SECRET) == ["m-a", "m-b"]
+        message = await calls.test_connection(profile, SECRET, "gpt-x")
+        assert message == "Connected to OpenAI: 2 models available. The model 'gpt-x' is not among them."
+        with pytest.raises(AuthenticationError):
+            await calls.test_connection(profile, "wrong", None)
