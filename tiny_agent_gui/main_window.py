@@ -40,6 +40,7 @@ from tiny_agent_core.tools.approval import ToolSettings
 from tiny_agent_core.usage import Usage
 from tiny_agent_core.workbench import OpenedSession
 from tiny_agent_gui.approval_dialog import DialogApprover
+from tiny_agent_gui.cost.formatting import cost_text, rate_text
 from tiny_agent_gui.cost.view import CostView
 from tiny_agent_gui.inspector import InspectorPane
 from tiny_agent_gui.session_controller import Connection, SessionController
@@ -57,18 +58,6 @@ class Services:
     settings: AppSettings
     keys: KeyStore
     tool_settings: ToolSettings
-
-
-def format_cost(cost: Decimal | None) -> str:
-    """A cost for display: ``$0.0123``, or ``cost unknown`` (never ``$0`` for unknown)."""
-    if cost is None:
-        return "cost unknown"
-    return f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
-
-
-def format_rate(rate: float | None) -> str:
-    """A cache hit rate for display, or ``–`` when there were no prompt tokens."""
-    return "–" if rate is None else f"{rate * 100:.1f}%"
 
 
 class MainWindow(QMainWindow):
@@ -144,7 +133,7 @@ class MainWindow(QMainWindow):
         self.splitter.setStretchFactor(0, 0)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setStretchFactor(2, 0)
-        self.splitter.setSizes([280, 680, 320])
+        self.splitter.setSizes([340, 740, 360])
 
         self.welcome = WelcomeView()
         self.cost_view = CostView(self.services.ledger)
@@ -418,10 +407,11 @@ class MainWindow(QMainWindow):
             return
         usage = session.store.state.usage
         cost = self._session_cost()
-        latest = self._last_step_usage.cache_hit_rate if self._last_step_usage is not None else None
+        last = self._last_step_usage or self._latest_recorded_usage()
+        latest = last.cache_hit_rate if last is not None else None
         self.status_usage.setText(
             f"↑{usage.input:,} ↓{usage.output:,} R{usage.cache_read:,} W{usage.cache_write:,} · cache hit "
-            f"{format_rate(latest)} last, {format_rate(usage.cache_hit_rate)} session · {format_cost(cost)}"
+            f"{rate_text(latest)} last, {rate_text(usage.cache_hit_rate)} session · {cost_text(cost)}"
         )
         title = next(
             (item.text for item in (self.timeline.items if self.timeline else []) if isinstance(item, UserItem)),
@@ -429,6 +419,10 @@ class MainWindow(QMainWindow):
         )
         read_only = " (read-only)" if session.read_only else ""
         self.session_title.setText(f"{title[:100]}{read_only}")
+
+    def _latest_recorded_usage(self) -> Usage | None:
+        steps = [step for step in (self.timeline.steps() if self.timeline else []) if step.usage is not None]
+        return steps[-1].usage if steps else None
 
     def _session_cost(self) -> Decimal | None:
         if self.timeline is None:

@@ -14,14 +14,16 @@ NOT_APPLICABLE = "—"
 
 
 def format_money(amount: Decimal) -> str:
-    """US dollars for display: cents from $0.01 up, else up to two significant digits (never "$0.00" for a cost)."""
+    """US dollars for display: cents from $1 up, else two significant digits (``$0.012``, ``$0.0009``), so that
+    small per-request costs stay comparable; never "$0.00" for a non-zero cost."""
     if amount == 0:
         return "$0.00"
-    if abs(amount) >= Decimal("0.01"):
+    if abs(amount) >= 1:
         return f"${amount.quantize(Decimal('0.01'), rounding=ROUND_HALF_EVEN):,}"
     places = 1 - amount.adjusted()
-    digits = f"{amount.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_EVEN):f}"
-    return "$" + digits.rstrip("0")
+    digits = f"{amount.quantize(Decimal(1).scaleb(-max(places, 2)), rounding=ROUND_HALF_EVEN):f}"
+    whole, _, fraction = digits.partition(".")
+    return f"${whole}.{fraction.rstrip('0').ljust(2, '0')}"
 
 
 def cost_text(cost: Decimal | None, unknown_requests: int = 0, *, unknown: str = UNKNOWN_COST) -> str:
