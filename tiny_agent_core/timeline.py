@@ -36,7 +36,7 @@ from typing import Any, Protocol
 from tiny_agent_core.agent.events import AgentEvent, StepFinished
 from tiny_agent_core.ledger.requests import RequestRow, session_requests
 from tiny_agent_core.session.reducer import reduce_session
-from tiny_agent_core.session.state import SessionHeader
+from tiny_agent_core.session.state import SessionHeader, SessionState
 from tiny_agent_core.usage import Usage
 
 __all__ = [
@@ -292,7 +292,12 @@ class Timeline:
         The bytes are first validated by the strict reducer (``SessionCorruption`` if invalid), then each
         committed line is decoded once: linear in the file size.
         """
-        state = reduce_session(data)
+        return cls.from_state(reduce_session(data), data)
+
+    @classmethod
+    def from_state(cls, state: SessionState, data: bytes) -> Timeline:
+        """The timeline of a file the strict reducer already accepted as ``state`` (e.g. an open store's), without
+        validating it again; ``data`` are the file's bytes, at least ``state.repaired_length`` of them."""
         timeline = cls(state.header)
         committed = data[: state.repaired_length]
         start = committed.index(b"\n") + 1

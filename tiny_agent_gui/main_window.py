@@ -342,7 +342,7 @@ class MainWindow(QMainWindow):
 
     def _session_opened(self, opened: OpenedSession) -> None:
         store = opened.store
-        timeline = Timeline.from_bytes(store.path.read_bytes())
+        timeline = Timeline.from_state(store.state, store.path.read_bytes())
         timeline.enrich(self.services.ledger)
         if not opened.read_only:
             store.observe_commits(timeline.apply)
