@@ -31,6 +31,8 @@ class AgentBridge(QObject):
     """:class:`~tiny_agent_core.agent.events.ApprovalNeeded`."""
     tool_started = Signal(object)
     """:class:`~tiny_agent_core.agent.events.ToolStarted`."""
+    tool_output = Signal(object)
+    """:class:`~tiny_agent_core.agent.events.ToolOutput`: live output of a running tool."""
     tool_finished = Signal(object)
     """:class:`~tiny_agent_core.agent.events.ToolFinished`."""
     run_finished = Signal(object)
@@ -54,6 +56,8 @@ class AgentBridge(QObject):
             self.approval_needed.emit(event)
         elif isinstance(event, events.ToolStarted):
             self.tool_started.emit(event)
+        elif isinstance(event, events.ToolOutput):
+            self.tool_output.emit(event)
         elif isinstance(event, events.ToolFinished):
             self.tool_finished.emit(event)
         elif isinstance(event, events.RunFinished):

@@ -105,6 +105,15 @@ class ToolStarted:
 
 
 @dataclass(frozen=True)
+class ToolOutput:
+    """Output a running tool produced (``bash``'s stdout/stderr as it arrives); not yet the final result."""
+
+    call_id: str
+    name: str
+    text: str
+
+
+@dataclass(frozen=True)
 class ToolFinished:
     """A tool call has a durable result: ``outcome`` is ``success``, ``error`` or a synthetic reason."""
 
@@ -139,6 +148,7 @@ AgentEvent = (
     | ToolCallProposed
     | ApprovalNeeded
     | ToolStarted
+    | ToolOutput
     | ToolFinished
     | RunFinished
 )

@@ -43,6 +43,7 @@ from tiny_agent_core.agent.events import (
     ToolCallDelta,
     ToolCallProposed,
     ToolFinished,
+    ToolOutput,
     ToolStarted,
 )
 from tiny_agent_core.errors import AgentBusyError, ProviderError, RecoveryBlockedError, TinyAgentError
@@ -57,7 +58,7 @@ from tiny_agent_core.session import facts
 from tiny_agent_core.session.planner import plan_recovery
 from tiny_agent_core.session.store import SessionStore
 from tiny_agent_core.tools.approval import ApprovalPolicy, Approver
-from tiny_agent_core.tools.base import Tool, ToolAborted, ToolOutcome
+from tiny_agent_core.tools.base import TOOL_OUTPUT, Tool, ToolAborted, ToolOutcome
 from tiny_agent_core.tools.registry import ToolSet, replay_declaration
 from tiny_agent_core.usage import Usage
 
@@ -808,10 +809,13 @@ class Agent:
     ) -> None:
         self._emit(ToolStarted(started_id, call_id, tool.name, dict(arguments)))
         started = time.monotonic()
-        try:
+        sink = TOOL_OUTPUT.set(lambda text: self._emit(ToolOutput(call_id, tool.name, text)))
+        try:  # the task _cancellable creates copies the context, and with it the output sink
             outcome = await self._cancellable("tool", tool.execute(arguments, cancel=self._cancel), call_id)
         except (_Aborted, ToolAborted):
             return  # the planner writes the interrupted synthetic for the started tool
+        finally:
+            TOOL_OUTPUT.reset(sink)
         if self._cancel.is_set():
             return  # a late result loses the race with the abort: discarded, interrupted instead
         self._commit_result(step_id, call_id, tool.name, started_id, result_id, outcome, time.monotonic() - started)

@@ -28,7 +28,8 @@ import asyncio
 import logging
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -36,6 +37,7 @@ from tiny_agent_core.errors import ToolAborted, ToolError
 
 __all__ = [
     "MAX_TOOL_OUTPUT",
+    "TOOL_OUTPUT",
     "BuiltinTool",
     "Preview",
     "Replay",
@@ -49,6 +51,10 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
+
+TOOL_OUTPUT: ContextVar[Callable[[str], None] | None] = ContextVar("tool_output", default=None)
+"""Where a running tool reports its output as it is produced (``bash`` does; set by the agent around each
+execution so a view can show live output). The final, bounded result is still the tool's outcome."""
 
 MAX_TOOL_OUTPUT = 50 * 1024
 """The byte budget of one tool result shown to the model (``read`` pages and ``bash`` tails): 50 KiB."""

@@ -23,6 +23,7 @@ kills the group at once and re-raises; either returns within milliseconds.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import math
 import os
@@ -37,6 +38,7 @@ from typing import Any, Literal
 from tiny_agent_core.tools.base import (
     MAX_TOOL_LINES,
     MAX_TOOL_OUTPUT,
+    TOOL_OUTPUT,
     BuiltinTool,
     Preview,
     ToolAborted,
@@ -198,11 +200,17 @@ class _Capture(asyncio.Protocol):
         self.capped = capped
         self.data = bytearray()
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._sink = TOOL_OUTPUT.get()
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
     def data_received(self, data: bytes) -> None:
         room = self.limit - len(self.data)
         if room > 0:
             self.data += data[:room]
+            if self._sink is not None:
+                text = self._decoder.decode(data[:room])
+                if text:
+                    self._sink(text)
         if len(data) > room and not self.capped.done():
             self.capped.set_result(None)
 

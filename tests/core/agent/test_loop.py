@@ -161,3 +161,15 @@ async def test_the_api_key_is_never_written(harness: Harness) -> None:
         if path.is_file():
             assert API_KEY.encode() not in path.read_bytes(), path
     assert harness.server.requests[0].headers.get("authorization") == f"Bearer {API_KEY}"
+
+
+async def test_bash_output_is_reported_live_before_the_result(harness: Harness) -> None:
+    harness.server.queue(tool_reply(("b1", "bash", '{"command": "echo one; sleep 0.2; echo two"}')), text_reply("ok"))
+    await harness.agent.run("go")
+    kinds = [
+        (type(e).__name__, getattr(e, "text", None)) for e in harness.events if type(e).__name__.startswith("Tool")
+    ]
+    outputs = [text for kind, text in kinds if kind == "ToolOutput"]
+    assert "".join(outputs) == "one\ntwo\n"
+    assert len(outputs) == 2  # two pieces, as they were produced
+    assert [kind for kind, _ in kinds][-1] == "ToolFinished"
