@@ -135,7 +135,7 @@ class MainWindow(QMainWindow):
         self.splitter.setStretchFactor(2, 0)
         self.splitter.setSizes([340, 740, 360])
 
-        self.welcome = WelcomeView()
+        self.welcome = WelcomeView(self.services.keys.status())
         self.cost_view = CostView(self.services.ledger)
 
         self.pages = QStackedWidget()
