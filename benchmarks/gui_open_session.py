@@ -1,0 +1,271 @@
+"""Opening a 5,000-message session in the real main window: time to the transcript's first paint, and RSS (SPEC §8).
+
+    .venv/bin/python benchmarks/gui_open_session.py [--messages 5000] [--repeat 5]
+
+Preparation (not timed, in this process): temporary data and config folders (``TINY_AGENT_DATA_DIR``,
+``TINY_AGENT_CONFIG_DIR``) with one workspace holding a valid session of at least ``--messages`` messages, written
+with the core's fact builders (``tests/core/session/builders.py``): runs of a user prompt, an assistant tool call
+(``read`` or ``bash``), its tool result, and a Markdown answer (every third one with a fenced Python block), so
+the transcript holds user, assistant and tool rows. Plus a one-run session to switch to between measurements.
+The workspace is indexed, so the ledger enrichment runs as in the app.
+
+Measurement, in a fresh child process (so its peak RSS is the window's, not the generator's): the app's bootstrap
+(``make_services``, ``MainWindow``, qasync loop), window shown and painted. Then ``--repeat`` times: open the small
+session, let it paint, and time ``window.controller.open(big)`` (opening the store: lock, read and strictly
+validate the file; building the timeline; ledger enrichment; model reset) up to the end of the transcript
+viewport's first paint after it, and up to the next event-loop turn after that paint; also the synchronous part
+alone (the ``open`` call: store, timeline, model reset, session list refresh). Then (not a target) the
+vertical scroll position the open left (0: the view shows the oldest messages) and the time of a jump to the
+newest message (``scrollToBottom``, as Ctrl+End does) up to the first paint that shows the last row.
+
+Prints one JSON object: medians and runs (ms) of open → first paint, → next turn, and of the jump to the newest,
+RSS with the big session open (current, from ``/proc/self/statm``) and the child's peak RSS (``ru_maxrss``),
+with the targets (first paint ≤ 300 ms, ≤ 250 MB).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGET_MS = 300
+TARGET_RSS_MB = 250
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as handle:
+        pages = int(handle.read().split()[1])
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _child(big: Path, small: Path, repeat: int) -> None:
+    """Bootstrap the window, open ``big`` ``repeat`` times; print the timings as JSON."""
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    sys.path.insert(0, str(ROOT))
+    import asyncio
+    import resource
+
+    from PySide6.QtCore import QEvent, QObject, QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from tiny_agent_core.providers.client import ProviderClient
+    from tiny_agent_gui.app import attach_settings_dialog, make_services
+    from tiny_agent_gui.event_loop import HookedQEventLoop
+    from tiny_agent_gui.main_window import MainWindow
+
+    class Paints(QObject):
+        """Resolves futures at the first paint, the next loop turn, and the first paint showing the last row."""
+
+        def __init__(self, window: MainWindow) -> None:
+            super().__init__()
+            self.window = window
+            self.reset()
+
+        def reset(self) -> None:
+            loop = asyncio.get_running_loop()
+            self.first: asyncio.Future[float] = loop.create_future()
+            self.turn: asyncio.Future[float] = loop.create_future()
+            self.settled: asyncio.Future[float] = loop.create_future()
+
+        def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+            if event.type() == QEvent.Type.Paint:
+                now = time.perf_counter()
+                if not self.first.done():
+                    self.first.set_result(now)
+                    QTimer.singleShot(0, lambda: self.turn.done() or self.turn.set_result(time.perf_counter()))
+                if not self.settled.done():
+                    view = self.window.transcript
+                    rows = view.model().rowCount()
+                    last = view.visualRect(view.model().index(rows - 1, 0)) if rows else None
+                    if last is not None and view.viewport().rect().intersects(last):
+                        self.settled.set_result(now)
+            return False
+
+    async def run() -> dict[str, object]:
+        async with ProviderClient() as client:
+            services = make_services(client)
+            window = MainWindow(services)
+            attach_settings_dialog(window)
+            paints = Paints(window)
+            window.transcript.viewport().installEventFilter(paints)
+            window.show()
+            await asyncio.sleep(0.3)
+            first, turn, settled, sizes, tops, calls = [], [], [], [], [], []
+            for _ in range(repeat):
+                window.controller.open(small)
+                await asyncio.wait_for(paints.settled, 10)
+                await asyncio.sleep(0.2)
+                paints.reset()
+                start = time.perf_counter()
+                window.controller.open(big)
+                calls.append((time.perf_counter() - start) * 1000)
+                first.append((await asyncio.wait_for(paints.first, 30) - start) * 1000)
+                turn.append((await asyncio.wait_for(paints.turn, 30) - start) * 1000)
+                await asyncio.sleep(0.3)
+                tops.append(window.transcript.verticalScrollBar().value())
+                paints.settled = asyncio.get_running_loop().create_future()
+                start = time.perf_counter()
+                window.transcript.scrollToBottom()  # the user jumps to the newest message (Ctrl+End)
+                settled.append((await asyncio.wait_for(paints.settled, 60) - start) * 1000)
+                sizes.append(window.transcript.model().rowCount())
+                await asyncio.sleep(0.3)
+            rss_open = _rss_mb()
+            assert window.controller.session is not None
+            assert window.controller.session.store.path == big
+            window.controller.close()
+            window.close()
+            services.ledger.close()
+        return {
+            "first_paint_ms": first,
+            "open_call_ms": calls,
+            "next_turn_ms": turn,
+            "settled_ms": settled,
+            "scroll_value_after_open": tops,
+            "rows": sizes[-1],
+            "rss_open_mb": rss_open,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        }
+
+    app = QApplication(sys.argv[:1])
+    loop = HookedQEventLoop(app)
+    asyncio.set_event_loop(loop)
+    try:
+        result = loop.run_until_complete(run())
+    finally:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+    print(json.dumps(result))
+
+
+ANSWER = (
+    "Done with step {n}. The **parser** now handles `{n}` nested blocks:\n\n"
+    "- it keeps the cursor\n- it reports the line\n\n"
+)
+CODE = "```python\ndef handle_{n}(value: int) -> int:\n    return value * {n}  # scaled\n```\n"
+
+
+def _write_session(folder: Path, messages: int, name_time: int) -> tuple[Path, int, int]:
+    """A valid session with at least ``messages`` messages; returns its path, message and line counts."""
+    from datetime import UTC, datetime, timedelta
+
+    from tests.core.session.builders import Call, SessionScript
+    from tiny_agent_core.session import facts
+    from tiny_agent_core.session.store import session_file_name
+
+    script = SessionScript(seed=messages)
+    number = 0
+    while len(script.messages) < messages:
+        body = f"line {number}: " + "lorem ipsum dolor sit amet " * 8
+        call = (
+            Call("read", f'{{"path":"src/module_{number}.py"}}', body)
+            if number % 2
+            else Call("bash", '{"command":"pytest -q"}', body, "error" if number % 5 == 0 else "success")
+        )
+        answer = ANSWER.format(n=number) + (CODE.format(n=number) if number % 3 == 0 else "")
+        script.run(f"Please look at module {number} and fix the failing test.", [[call], answer])
+        number += 1
+    data = script.data()
+    old_id = data.split(b'"id":"', 1)[1].split(b'"', 1)[0]
+    new_id = facts.new_id()
+    path = folder / session_file_name(datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=name_time), new_id)
+    path.write_bytes(data.replace(old_id, new_id.encode(), 1))
+    return path, len(script.messages), len(script.lines)
+
+
+def main() -> None:
+    """Prepare the session, run the child, print the numbers."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--messages", type=int, default=5000)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--child", nargs=2, type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        _child(args.child[0], args.child[1], args.repeat)
+        return
+    sys.path.insert(0, str(ROOT))
+    from dataclasses import replace
+
+    from tiny_agent_core.ledger import connect, scan_workspace
+    from tiny_agent_core.settings import AppSettings, ProfileConfig
+
+    with tempfile.TemporaryDirectory(prefix="tiny-agent-bench-") as tmp:
+        root = Path(tmp)
+        env = {
+            **os.environ,
+            "QT_QPA_PLATFORM": "offscreen",
+            "TINY_AGENT_DATA_DIR": str(root / "data"),
+            "TINY_AGENT_CONFIG_DIR": str(root / "config"),
+        }
+        os.environ.update({key: env[key] for key in ("TINY_AGENT_DATA_DIR", "TINY_AGENT_CONFIG_DIR")})
+        workspace = root / "project"
+        folder = workspace / ".tiny-agent" / "sessions"
+        folder.mkdir(parents=True)
+        big, message_count, line_count = _write_session(folder, args.messages, 1)
+        small, _, _ = _write_session(folder, 4, 0)
+        conn = connect()
+        report = scan_workspace(conn, workspace)
+        assert report.indexed == 2, report
+        assert not report.corrupt, report
+        conn.close()
+        settings = AppSettings.load()
+        settings.add_profile(replace(ProfileConfig.from_preset("openrouter", "openrouter"), model="test/model"))
+        settings.active_profile = "openrouter"
+        settings.add_workspace(workspace)
+        settings.save()
+        process = subprocess.run(
+            [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--repeat",
+                str(args.repeat),
+                "--child",
+                str(big),
+                str(small),
+            ],
+            env=env,
+            cwd=tmp,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if process.returncode != 0:
+            sys.exit(f"child failed ({process.returncode}):\n{process.stderr}")
+        child = json.loads(process.stdout.strip().splitlines()[-1])
+        file_mb = big.stat().st_size / 1e6
+
+    def rounded(values: list[float]) -> list[float]:
+        return [round(value, 1) for value in values]
+
+    print(
+        json.dumps(
+            {
+                "messages": message_count,
+                "transactions": line_count - 1,
+                "file_mb": round(file_mb, 2),
+                "transcript_rows": child["rows"],
+                "open_to_first_paint_median_ms": round(statistics.median(child["first_paint_ms"]), 1),
+                "open_to_first_paint_runs_ms": rounded(child["first_paint_ms"]),
+                "open_call_median_ms": round(statistics.median(child["open_call_ms"]), 1),
+                "open_to_next_turn_after_paint_median_ms": round(statistics.median(child["next_turn_ms"]), 1),
+                "scroll_position_after_open": child["scroll_value_after_open"][-1],
+                "jump_to_newest_median_ms": round(statistics.median(child["settled_ms"]), 1),
+                "jump_to_newest_runs_ms": rounded(child["settled_ms"]),
+                "rss_with_session_open_mb": round(child["rss_open_mb"], 1),
+                "peak_rss_mb": round(child["peak_rss_mb"], 1),
+                "target_first_paint_ms": TARGET_MS,
+                "target_rss_mb": TARGET_RSS_MB,
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
