@@ -9,10 +9,13 @@ The seam does no repairs; dialect repairs happen in the provider adapter, before
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tiny_agent_core.errors import InvalidAssistantMessage
 from tiny_agent_core.messages import AssistantMessage, FunctionCall, ToolCall
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 ASSISTANT_KEYS = frozenset({"role", "content", "tool_calls"})
 """The message keys the seam reads; every other key is dropped."""
@@ -34,6 +37,8 @@ def normalize_assistant_message(value: Any) -> AssistantMessage:
     content = value.get("content")
     if "content" not in value or (content is not None and not isinstance(content, str)):
         raise InvalidAssistantMessage("invalid assistant content")
+    if content is not None:
+        content = _scalar_text(content, "invalid assistant content")
     raw_calls = value.get("tool_calls")
     if raw_calls is None:
         return AssistantMessage(content=content)
@@ -56,4 +61,21 @@ def _normalize_tool_call(call: Any) -> ToolCall:
     arguments = function.get("arguments")
     if not isinstance(name, str) or not name or not isinstance(arguments, str):
         raise InvalidAssistantMessage("invalid assistant tool call function")
-    return ToolCall(id=call_id, function=FunctionCall(name=name, arguments=arguments))
+    return ToolCall(
+        id=_scalar_text(call_id, "invalid assistant tool call"),
+        function=FunctionCall(
+            name=_scalar_text(name, "invalid assistant tool call function"),
+            arguments=_scalar_text(arguments, "invalid assistant tool call function"),
+        ),
+    )
+
+
+def _scalar_text(text: str, message: str) -> str:
+    """``text`` as Unicode scalar values: escaped surrogate pairs (``\\ud83d\\ude00``, possibly split across stream
+    chunks) are joined into their character; a lone surrogate cannot be stored or sent and is rejected."""
+    if _SURROGATE.search(text) is None:
+        return text
+    try:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16")
+    except UnicodeDecodeError:
+        raise InvalidAssistantMessage(f"{message}: lone surrogate") from None

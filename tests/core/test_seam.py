@@ -126,3 +126,13 @@ def test_accepts_empty_content_and_empty_arguments_unchanged() -> None:
 def test_null_tool_calls_means_no_calls() -> None:
     message = normalize_assistant_message({"role": "assistant", "content": "x", "tool_calls": None})
     assert message.as_dict() == {"role": "assistant", "content": "x"}
+
+
+def test_escaped_surrogate_pairs_are_joined_and_lone_surrogates_rejected() -> None:
+    joined = normalize_assistant_message({"role": "assistant", "content": "hi \ud83d" + "\ude00"})
+    assert joined.content == "hi 😀"
+    call = {"id": "c", "type": "function", "function": {"name": "f", "arguments": '{"e": "\ud83d\ude00"}'}}
+    message = normalize_assistant_message({"role": "assistant", "content": None, "tool_calls": [call]})
+    assert message.calls[0].function.arguments == '{"e": "😀"}'
+    with pytest.raises(InvalidAssistantMessage, match="lone surrogate"):
+        normalize_assistant_message({"role": "assistant", "content": "broken \ud83d"})

@@ -507,3 +507,15 @@ def test_non_json_error_bodies_are_shown_as_text() -> None:
     assert "Bad gateway" in str(error)
     assert "(empty body)" in str(http_error(500, ""))
     assert "not found" in str(http_error(404, '{"detail": "not found"}'))
+
+
+def test_an_emoji_split_across_stream_chunks_equals_the_non_streamed_body() -> None:
+    text = (
+        'data: {"choices":[{"index":0,"delta":{"content":"smile \\ud83d"}}]}\n\n'
+        'data: {"choices":[{"index":0,"delta":{"content":"\\ude00!"},"finish_reason":"stop"}]}\n\n'
+        "data: [DONE]\n\n"
+    )
+    streamed = normalize_sse_text(text)
+    whole = normalize_response_body('{"choices":[{"message":{"role":"assistant","content":"smile \\ud83d\\ude00!"}}]}')
+    assert streamed.message == whole.message
+    assert streamed.message.content == "smile 😀!"
