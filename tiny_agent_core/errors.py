@@ -16,6 +16,7 @@ show ``str(error)``, which is always a sentence a user can act on::
     │   │   ├── ModelNotFoundError         404
     │   │   ├── RateLimitError             408 / 429 (``retry_after`` when known)
     │   │   └── ServerError                5xx
+    │   ├── ProviderConfigurationError the request cannot be built (e.g. a key HTTP cannot carry) kind "configuration"
     │   ├── ProviderTimeoutError       connect or read timeout                                kind "timeout"
     │   └── ProviderConnectionError    refused, reset, or closed before the response completed kind "connection"
     ├── SessionError               the session store or its files
@@ -138,6 +139,12 @@ class RateLimitError(ProviderHTTPError):
 
 class ServerError(ProviderHTTPError):
     """5xx: the provider failed."""
+
+
+class ProviderConfigurationError(ProviderError):
+    """The request cannot be built from the provider settings, e.g. an API key with characters HTTP cannot carry."""
+
+    kind: ClassVar[str] = "configuration"
 
 
 class ProviderTimeoutError(ProviderError):

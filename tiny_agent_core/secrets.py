@@ -30,6 +30,7 @@ import keyring.errors
 from keyring.backends import chainer, fail, null
 
 from tiny_agent_core.errors import KeyringUnavailableError, SecretStoreError
+from tiny_agent_core.providers.profiles import check_api_key
 from tiny_agent_core.settings import ProfileConfig
 
 __all__ = ["SERVICE", "KeySource", "KeyStore", "KeyringStatus", "ResolvedKey"]
@@ -123,9 +124,9 @@ class KeyStore:
 
     def set(self, profile_id: str, key: str) -> None:
         """Store a key (surrounding whitespace removed). Raises :class:`SecretStoreError` subclasses."""
-        key = key.strip()
-        if not key:
+        if not key.strip():
             raise ValueError("An empty API key cannot be stored; delete the key instead.")
+        key = check_api_key(key)
         self._require_keyring()
         try:
             keyring.set_password(self.service, profile_id, key)

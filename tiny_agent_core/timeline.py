@@ -31,7 +31,7 @@ import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from tiny_agent_core.agent.events import AgentEvent, StepFinished
 from tiny_agent_core.ledger.requests import RequestRow, session_requests
@@ -259,13 +259,16 @@ _decode_json = json.JSONDecoder().decode
 """``json.loads`` for a ``str`` without its per-call checks (opening a session decodes every line)."""
 
 
-def _replace(item: Any, **changes: Any) -> Any:
+_T = TypeVar("_T")
+
+
+def _replace(item: _T, **changes: Any) -> _T:
     """``dataclasses.replace`` for the timeline's frozen dataclasses (every field is an init field), about twice as
     fast: opening a long session replaces each step and tool item a few times."""
     cls = type(item)
     names = _FIELD_NAMES.get(cls)
     if names is None:
-        names = _FIELD_NAMES[cls] = tuple(field.name for field in dataclasses.fields(cls))
+        names = _FIELD_NAMES[cls] = tuple(field.name for field in dataclasses.fields(cls))  # type: ignore[arg-type]
     values = {name: getattr(item, name) for name in names}
     values.update(changes)
     return cls(**values)

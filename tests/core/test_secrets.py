@@ -18,7 +18,7 @@ import pytest
 from keyring.backends import fail, null
 from keyring.compat import properties
 
-from tiny_agent_core.errors import KeyringUnavailableError, SecretStoreError
+from tiny_agent_core.errors import KeyringUnavailableError, ProviderConfigurationError, SecretStoreError
 from tiny_agent_core.ledger.paths import DATA_DIR_ENV, data_dir
 from tiny_agent_core.secrets import SERVICE, KeySource, KeyStore
 from tiny_agent_core.settings import CONFIG_DIR_ENV, AppSettings, ProfileConfig, config_dir
@@ -82,7 +82,7 @@ def no_keyring() -> Iterator[keyring.backend.KeyringBackend]:
 
 
 OPENAI = ProfileConfig.from_preset("openai", "openai")
-SECRET = "sk-test-0123456789-ünïcødé"
+SECRET = "sk-test-0123456789-abc_DEF.~+/="  # every character HTTP headers allow in a key
 
 
 def test_the_test_backend_is_never_a_discovery_candidate() -> None:
@@ -196,3 +196,11 @@ def test_a_key_never_reaches_a_file(
         assert SECRET.encode() not in content
         assert SECRET.encode("utf-16-le") not in content
     assert store.get(OPENAI.id) == SECRET
+
+
+@pytest.mark.parametrize("bad", ["sk-ünïcødé", "sk-with space", "sk-line\nbreak", "sk-“quoted”"])
+def test_keys_an_http_header_cannot_carry_are_refused_before_saving(bad: str) -> None:
+    store = KeyStore()
+    with pytest.raises(ProviderConfigurationError, match="Paste the key again") as caught:
+        store.set("p", bad)
+    assert bad not in str(caught.value)

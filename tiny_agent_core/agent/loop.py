@@ -57,7 +57,7 @@ from tiny_agent_core.providers.transport import Timeouts
 from tiny_agent_core.session import facts
 from tiny_agent_core.session.planner import plan_recovery
 from tiny_agent_core.session.store import SessionStore
-from tiny_agent_core.tools.approval import ApprovalPolicy, Approver
+from tiny_agent_core.tools.approval import ApprovalAnswer, ApprovalPolicy, ApprovalRequest, Approver
 from tiny_agent_core.tools.base import TOOL_OUTPUT, Tool, ToolAborted, ToolOutcome
 from tiny_agent_core.tools.registry import ToolSet, replay_declaration
 from tiny_agent_core.usage import Usage
@@ -71,6 +71,21 @@ Phase = Literal["model", "tool", "compact"]
 
 class _Aborted(Exception):
     """The in-flight work was cancelled by :meth:`Agent.abort` (internal control flow)."""
+
+
+class _Announcing:
+    """The agent's approver, wrapped so that a view hears :class:`ApprovalNeeded` when (and only when) the policy
+    actually asks, with the request's preview."""
+
+    def __init__(self, agent: Agent, call_id: str) -> None:
+        self._agent = agent
+        self._call_id = call_id
+
+    async def ask(self, request: ApprovalRequest) -> ApprovalAnswer:
+        self._agent._emit(
+            ApprovalNeeded(self._call_id, request.tool_name, dict(request.arguments), request.preview.text)
+        )
+        return await self._agent.approver.ask(request)
 
 
 class _Request:
@@ -531,6 +546,7 @@ class Agent:
             )
         )
         self._emit(StepStarted(step_id, attempt_id, attempt, self.model))
+        self._capture = None  # never file a previous request's capture under this attempt
         cut = compaction_cut(state.active_context) if step_kind == "compaction" else None
         if cut is not None:
             messages, tools = compaction_messages(state.active_context, cut), None
@@ -665,7 +681,7 @@ class Agent:
         """Live: ``[usage?, stepFailed, operationFinished failed]`` in one transaction; recovery: the first two."""
         operation = self.store.state.operation
         assert operation.kind != "idle"
-        message = str(error) or error.__class__.__name__
+        message = self._scrub(str(error) or error.__class__.__name__)
         transaction = [
             *self._usage_facts(operation.operation_id, attempt_id, error.usage),
             self._step_failed(step_id, attempt_id, "model_error", message),
@@ -684,6 +700,15 @@ class Agent:
             self._conclude(RunResult("failed", error=error), operation.operation_id)
         else:
             self._last_outcome = RunResult("failed", error=error)
+
+    def _scrub(self, text: str) -> str:
+        """``text`` without the API key, whatever a lower layer put in it (defence in depth: it is persisted)."""
+        key = self._api_key
+        if key:
+            for form in {key, key.strip(), repr(key)[1:-1]}:
+                if form:
+                    text = text.replace(form, "[redacted]")
+        return text
 
     def _price(self, response: NormalizedResponse | None) -> Cost:
         usage = response.usage if response is not None else None
@@ -765,13 +790,9 @@ class Agent:
             )
             await self._execute(tool, arguments, step_id, call_id, started_id, result_id)
             return
-        decision = self.policy.decide(name, arguments)
-        if decision.needs_approval:
-            request = await self.policy.request_for(tool, arguments, call_id=call_id)
-            self._emit(ApprovalNeeded(call_id, name, dict(arguments), request.preview.text))
         try:
             authorization = await self._cancellable(
-                "tool", self.policy.authorize(tool, arguments, self.approver, call_id=call_id), call_id
+                "tool", self.policy.authorize(tool, arguments, _Announcing(self, call_id), call_id=call_id), call_id
             )
         except _Aborted:
             return  # never started: the planner writes the aborted synthetic

@@ -26,9 +26,9 @@ import os
 import sys
 from typing import Any
 
-from tiny_agent_core.errors import ProviderError
+from tiny_agent_core.errors import ProviderConfigurationError, ProviderError
 from tiny_agent_core.providers.client import ChatCompleted, ProviderClient, TextDelta, error_summary
-from tiny_agent_core.providers.profiles import ProviderProfile, list_models, profile_for_base_url
+from tiny_agent_core.providers.profiles import ProviderProfile, check_api_key, list_models, profile_for_base_url
 from tiny_agent_core.providers.transport import Timeouts
 
 
@@ -63,7 +63,13 @@ def _api_key(args: argparse.Namespace, profile: ProviderProfile) -> str | None:
     key = os.environ.get(variable, "").strip()
     if not key and args.api_key_env:
         args.parser.error(f"the environment variable {variable} is not set (it should hold the API key)")
-    return key or None
+    if not key:
+        return None
+    parser: argparse.ArgumentParser = args.parser
+    try:
+        return check_api_key(key)
+    except ProviderConfigurationError as error:
+        parser.error(f"{variable}: {error}")
 
 
 async def _chat(args: argparse.Namespace, profile: ProviderProfile, key: str | None, timeouts: Timeouts) -> int:

@@ -31,10 +31,10 @@ from typing import Any
 from tiny_agent_core.agent import events
 from tiny_agent_core.agent.loop import Agent, RequestRecord, RunResult
 from tiny_agent_core.agent.recording import LedgerRecorder
-from tiny_agent_core.errors import ProviderError, TinyAgentError
+from tiny_agent_core.errors import ProviderConfigurationError, ProviderError, TinyAgentError
 from tiny_agent_core.ledger import connect
 from tiny_agent_core.providers.client import ProviderClient, error_summary
-from tiny_agent_core.providers.profiles import profile_for_base_url
+from tiny_agent_core.providers.profiles import check_api_key, profile_for_base_url
 from tiny_agent_core.providers.transport import Timeouts
 from tiny_agent_core.session.store import SessionStore, find_session
 from tiny_agent_core.tools.approval import non_interactive
@@ -154,9 +154,13 @@ def run_command(args: argparse.Namespace) -> int:
         args.parser.error(f"{args.workspace} is not a folder")
     key = None
     if args.api_key_env:
-        key = os.environ.get(args.api_key_env, "").strip() or None
-        if key is None:
+        value = os.environ.get(args.api_key_env, "").strip()
+        if not value:
             args.parser.error(f"the environment variable {args.api_key_env} is not set (it should hold the API key)")
+        try:
+            key = check_api_key(value)
+        except ProviderConfigurationError as error:
+            args.parser.error(f"{args.api_key_env}: {error}")
     try:
         if args.session:
             store = SessionStore.open(find_session(args.workspace, args.session))

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from tiny_agent_core.errors import MalformedResponseError
+from tiny_agent_core.errors import MalformedResponseError, ProviderConfigurationError
 from tiny_agent_core.providers.openai_chat import http_error
 from tiny_agent_core.providers.transport import Timeouts, translate_transport_errors
 
@@ -72,11 +72,25 @@ class ProviderProfile:
         return replace(self, base_url=normalize_base_url(base_url))
 
     def headers(self, api_key: str | None) -> dict[str, str]:
-        """Request headers: extras, and ``Authorization: Bearer <key>`` when a key is given."""
+        """Request headers: extras, and ``Authorization: Bearer <key>`` when a key is given (see
+        :func:`check_api_key`)."""
         out = dict(self.extra_headers)
         if api_key:
-            out["Authorization"] = f"Bearer {api_key}"
+            out["Authorization"] = f"Bearer {check_api_key(api_key)}"
         return out
+
+
+def check_api_key(api_key: str) -> str:
+    """``api_key`` without surrounding whitespace; raises :class:`ProviderConfigurationError` when what is left has
+    characters an HTTP header cannot carry (a space, a line break, a typographic quote from a paste…). The message
+    never contains the key."""
+    key = api_key.strip()
+    if not key or any(not 0x21 <= ord(char) <= 0x7E for char in key):
+        raise ProviderConfigurationError(
+            "The API key contains characters that cannot be sent in an HTTP header (spaces, line breaks or "
+            "non-ASCII characters, often from copying it). Paste the key again."
+        )
+    return key
 
 
 def normalize_base_url(base_url: str) -> str:

@@ -85,7 +85,12 @@ def translate_transport_errors(base_url: str, timeouts: Timeouts) -> Iterator[No
         raise MalformedResponseError(
             f"The response from {base_url} could not be decoded ({_reason(error)})."
         ) from error
-    except (httpx.UnsupportedProtocol, httpx.InvalidURL, httpx.LocalProtocolError) as error:
+    except httpx.LocalProtocolError as error:  # its text can quote a header value, i.e. the key: never shown
+        raise ProviderConnectionError(
+            f"The request to {base_url} could not be sent: a header or the base URL is not valid HTTP. "
+            "Check the base URL and paste the API key again."
+        ) from error
+    except (httpx.UnsupportedProtocol, httpx.InvalidURL) as error:
         raise ProviderConnectionError(
             f"The base URL {base_url!r} cannot be used: {_reason(error)}. "
             "It should look like https://api.example.com/v1 or http://localhost:11434/v1."

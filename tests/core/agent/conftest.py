@@ -113,6 +113,7 @@ def make_agent(
     store: SessionStore | None = None,
     model: str = MODEL,
     read_timeout: float = 10.0,
+    api_key: str = API_KEY,
 ) -> Harness:
     """An agent over ``workspace`` whose approver allows exactly ``allow``."""
     store = store or SessionStore.create(workspace, model=model, provider="custom")
@@ -127,7 +128,7 @@ def make_agent(
         tools=builtin_tools(workspace),
         policy=policy,
         approver=AllowListApprover(allow),
-        api_key=API_KEY,
+        api_key=api_key,
         timeouts=Timeouts(connect=5, read=read_timeout),
         on_event=harness.events.append,
         record_request=harness.records.append,

@@ -173,3 +173,19 @@ async def test_bash_output_is_reported_live_before_the_result(harness: Harness) 
     assert "".join(outputs) == "one\ntwo\n"
     assert len(outputs) == 2  # two pieces, as they were produced
     assert [kind for kind, _ in kinds][-1] == "ToolFinished"
+
+
+async def test_a_key_http_cannot_carry_fails_typed_and_is_never_written(
+    workspace: Path, server: LoopbackServer, http: ProviderClient
+) -> None:
+    bad_key = "sk-pasted-0123456789\nabcdef"
+    harness = make_agent(workspace, server, http, api_key=bad_key)
+    result = await harness.agent.run("hi")
+    harness.store.close()
+    assert result.outcome == "failed"
+    assert type(result.error).__name__ == "ProviderConfigurationError"
+    assert harness.reduced().operation.kind == "idle"
+    data = harness.store.path.read_bytes()
+    assert b"sk-pasted-0123456789" not in data
+    assert "Paste the key again" in data.decode()
+    assert server.requests == []  # nothing was sent
