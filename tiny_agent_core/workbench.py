@@ -21,6 +21,7 @@ from tiny_agent_core.providers.profiles import ProviderProfile
 from tiny_agent_core.providers.transport import Timeouts
 from tiny_agent_core.session.store import SessionStore
 from tiny_agent_core.tools.approval import ApprovalPolicy, Approver, ToolSettings
+from tiny_agent_core.tools.base import Tool
 from tiny_agent_core.tools.registry import builtin_tools
 
 
@@ -34,8 +35,10 @@ class OpenedSession:
 
     @property
     def workspace(self) -> Path:
-        """The workspace the session belongs to: the folder holding its ``.tiny-agent/sessions/``."""
-        return self.store.path.parent.parent.parent
+        """The workspace the session works in: its header's ``cwd`` (what the writer ran in) when that folder
+        exists here, else the folder holding its ``.tiny-agent/sessions/``."""
+        cwd = Path(self.store.state.header.cwd)
+        return cwd if cwd.is_dir() else self.store.path.parent.parent.parent
 
     @property
     def read_only(self) -> bool:
@@ -60,6 +63,12 @@ def create_session(workspace: Path, profile: ProviderProfile, model: str) -> Ope
     return OpenedSession(SessionStore.create(workspace, model=model, provider=profile.id))
 
 
+def session_tools(session: OpenedSession, tool_settings: ToolSettings) -> list[Tool]:
+    """The built-in tools for a session's workspace, within the roots the user allowed for it."""
+    workspace = session.workspace
+    return builtin_tools(workspace, allowed_roots=tool_settings.allowed_roots(workspace))
+
+
 def build_agent(
     session: OpenedSession,
     *,
@@ -72,10 +81,11 @@ def build_agent(
     on_event: EventSink,
     ledger: sqlite3.Connection | None = None,
     price_overrides: Overrides | None = None,
-    tool_names: Sequence[str] | None = None,
+    tools: Sequence[Tool] | None = None,
     timeouts: Timeouts | None = None,
 ) -> Agent:
-    """An agent for a writable session: the built-in tools (within the workspace's allowed roots), the approval
+    """An agent for a writable session: ``tools`` (default: the built-ins within the workspace's allowed roots —
+    pass the same tools again when rebuilding an agent, so background processes keep their owner), the approval
     policy over ``tool_settings`` (standing permissions), the ledger recorder when ``ledger`` is given."""
     workspace = session.workspace
     recorder: RequestRecorder | None = None
@@ -87,7 +97,7 @@ def build_agent(
         profile=profile,
         model=model,
         workspace=workspace,
-        tools=builtin_tools(workspace, allowed_roots=tool_settings.allowed_roots(workspace), names=tool_names),
+        tools=tools if tools is not None else session_tools(session, tool_settings),
         policy=ApprovalPolicy(tool_settings),
         approver=approver,
         api_key=api_key,

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from tiny_agent_core.agent.loop import RunResult
-from tiny_agent_core.errors import SettingsError
+from tiny_agent_core.errors import SecretStoreError, SettingsError
 from tiny_agent_core.ledger import default_workspace, raw_captures, scan_workspace
 from tiny_agent_core.ledger.index import SessionSummary
 from tiny_agent_core.pricing import Overrides
@@ -79,6 +79,8 @@ class MainWindow(QMainWindow):
             parent=self,
         )
         self.timeline: Timeline | None = None
+        self._closing: asyncio.Future[None] | None = None
+        self._shut_down = False
         self._last_step_usage: Usage | None = None
         self._build_panes()
         self._build_menus()
@@ -136,7 +138,7 @@ class MainWindow(QMainWindow):
         self.splitter.setSizes([340, 740, 360])
 
         self.welcome = WelcomeView(self.services.keys.status())
-        self.cost_view = CostView(self.services.ledger)
+        self.cost_view = CostView(self.services.ledger, load=False)
 
         self.pages = QStackedWidget()
         self.pages.addWidget(self.welcome)
@@ -211,6 +213,12 @@ class MainWindow(QMainWindow):
         self.controller.finished.connect(self._finished)
         self.controller.failed.connect(lambda message: self.show_banner(message))
         self.controller.recovery_blocked.connect(self._recovery_blocked)
+        self.controller.unfinished.connect(
+            lambda message: self.show_banner(message, "Recover", self.controller.recover)
+        )
+        bridge.tool_started.connect(lambda event: self.statusBar().showMessage(f"Running {event.name}…"))
+        bridge.tool_output.connect(self._tool_output)
+        bridge.tool_finished.connect(lambda event: self.statusBar().clearMessage())
         self.sessions.session_activated.connect(self._open_summary)
         self.sessions.new_session_requested.connect(self.new_session)
         self.cost_view.session_activated.connect(self._open_session_id)
@@ -236,10 +244,11 @@ class MainWindow(QMainWindow):
             return None
         try:
             profile = config.provider_profile()
-        except SettingsError as error:
+            key = self.services.keys.key_for(config)
+        except (SettingsError, SecretStoreError) as error:
             self.show_banner(str(error))
             return None
-        return Connection(profile, config.model, self.services.keys.key_for(config))
+        return Connection(profile, config.model, key)
 
     def _price_overrides(self) -> Overrides | None:
         return self.services.settings.price_overrides or None
@@ -353,6 +362,7 @@ class MainWindow(QMainWindow):
         if opened.read_only_reason:
             self.show_banner(opened.read_only_reason)
         self.composer.setEnabled(not opened.read_only)
+        self.transcript.scrollToBottom()
         self.pages.setCurrentWidget(self.splitter)
         self._last_step_usage = None
         self._update_status()
@@ -388,9 +398,14 @@ class MainWindow(QMainWindow):
         session = self.controller.session
         if session is not None:
             self.sessions.refresh_session(session.store.session_id)
-        if result.outcome == "completed" and result.answer and result.answer.startswith(("Compacted", "Nothing")):
+        if result.kind == "compaction" and result.answer:
             self.statusBar().showMessage(result.answer, 5000)
         self._update_status()
+
+    def _tool_output(self, event: object) -> None:
+        lines = [line for line in str(getattr(event, "text", "")).splitlines() if line.strip()]
+        if lines:
+            self.statusBar().showMessage(f"{getattr(event, 'name', 'tool')}: {lines[-1][:200]}")
 
     def _recovery_blocked(self, message: str) -> None:
         self.show_banner(message, "Abort Unfinished Operation", self.controller.abandon)
@@ -406,12 +421,12 @@ class MainWindow(QMainWindow):
             self.session_title.setText("No session open")
             return
         usage = session.store.state.usage
-        cost = self._session_cost()
+        cost, unknown = self._session_cost()
         last = self._last_step_usage or self._latest_recorded_usage()
         latest = last.cache_hit_rate if last is not None else None
         self.status_usage.setText(
             f"↑{usage.input:,} ↓{usage.output:,} R{usage.cache_read:,} W{usage.cache_write:,} · cache hit "
-            f"{rate_text(latest)} last, {rate_text(usage.cache_hit_rate)} session · {cost_text(cost)}"
+            f"{rate_text(latest)} last, {rate_text(usage.cache_hit_rate)} session · {cost_text(cost, unknown)}"
         )
         title = next(
             (item.text for item in (self.timeline.items if self.timeline else []) if isinstance(item, UserItem)),
@@ -424,25 +439,28 @@ class MainWindow(QMainWindow):
         steps = [step for step in (self.timeline.steps() if self.timeline else []) if step.usage is not None]
         return steps[-1].usage if steps else None
 
-    def _session_cost(self) -> Decimal | None:
-        if self.timeline is None:
-            return None
-        costs = [step.cost for step in self.timeline.steps()]
-        known = [cost for cost in costs if cost is not None]
-        return sum(known, Decimal(0)) if known else None
+    def _session_cost(self) -> tuple[Decimal | None, int]:
+        """The sum of the known request costs and how many requests' costs are unknown."""
+        steps = self.timeline.steps() if self.timeline is not None else []
+        known = [step.cost for step in steps if step.cost is not None]
+        return (sum(known, Decimal(0)) if known else None), len(steps) - len(known)
 
     # -- shutdown ---------------------------------------------------------------------------------------------
 
     def closeEvent(self, event: QCloseEvent) -> None:
-        """Stop a running operation (durably) and release the session lock before closing."""
+        """Stop a running operation (durably), stop the session's background processes and release its lock, then
+        close."""
+        if self._shut_down:
+            super().closeEvent(event)
+            return
+        event.ignore()
+        if self._closing is None:
+            self._closing = asyncio.ensure_future(self._shutdown())
+
+    async def _shutdown(self) -> None:
         if self.controller.busy:
             self.controller.cancel()
-            self._closing = asyncio.ensure_future(self._close_when_idle())
-            event.ignore()
-            return
-        self.controller.close()
-        super().closeEvent(event)
-
-    async def _close_when_idle(self) -> None:
-        await self.controller.wait_idle()
+            await self.controller.wait_idle()
+        await self.controller.aclose()
+        self._shut_down = True
         self.close()

@@ -20,11 +20,13 @@ from PySide6.QtCore import QObject, Signal
 
 from tiny_agent_core.agent.loop import Agent, RunResult
 from tiny_agent_core.errors import RecoveryBlockedError, TinyAgentError
+from tiny_agent_core.ledger import index_session_file
 from tiny_agent_core.pricing import Overrides
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.providers.profiles import ProviderProfile
 from tiny_agent_core.tools.approval import Approver, ToolSettings
-from tiny_agent_core.workbench import OpenedSession, build_agent, create_session, open_session
+from tiny_agent_core.tools.registry import ToolSet
+from tiny_agent_core.workbench import OpenedSession, build_agent, create_session, open_session, session_tools
 from tiny_agent_gui.bridge import AgentBridge
 
 _log = logging.getLogger(__name__)
@@ -49,6 +51,8 @@ class SessionController(QObject):
     """The :class:`~tiny_agent_core.agent.loop.RunResult` of a prompt, compaction or recovery."""
     recovery_blocked = Signal(str)
     """A crashed operation cannot be recovered safely; the message names the reason and the two ways out."""
+    unfinished = Signal(str)
+    """An operation stopped on an unexpected error and is still open in the session: offer Recover or Abort."""
     failed = Signal(str)
     """Something the user must know about that is not a run result (no provider configured, a corrupt file…)."""
 
@@ -72,10 +76,12 @@ class SessionController(QObject):
         self._ledger = ledger
         self._price_overrides = price_overrides
         self._session: OpenedSession | None = None
+        self._tools: ToolSet | None = None
         self._agent: Agent | None = None
         self._agent_key: tuple[str, str, str | None] | None = None
         self._task: asyncio.Task[None] | None = None
         self._abort: asyncio.Future[bool] | None = None
+        self._closing: set[asyncio.Task[None]] = set()
 
     @property
     def session(self) -> OpenedSession | None:
@@ -88,10 +94,17 @@ class SessionController(QObject):
         return self._task is not None and not self._task.done()
 
     def open(self, path: Path) -> None:
-        """Open a session file (read-only if another writer holds it); recover it when a crash left it open."""
+        """Open a session file (read-only if another writer holds it); recover it when a crash left it open.
+
+        Opening the session that is already open does nothing (re-opening would collide with our own lock).
+        """
+        current = self._session
+        if current is not None and current.store.path.resolve() == path.resolve():
+            return
         if self.busy:
             self.failed.emit("Stop the running operation before opening another session.")
             return
+        self.close()
         try:
             opened = open_session(path)
         except (TinyAgentError, OSError) as error:
@@ -99,7 +112,7 @@ class SessionController(QObject):
             return
         self._switch(opened)
         if not opened.read_only and opened.store.state.operation.kind != "idle":
-            self._start(self._recover)
+            self.recover()
 
     def new(self, workspace: Path) -> None:
         """Start a new session in ``workspace`` with the current provider and model."""
@@ -127,6 +140,10 @@ class SessionController(QObject):
 
         self._start(work)
 
+    def recover(self) -> None:
+        """Finish the operation a crash or an unexpected error left open, as the recovery planner says."""
+        self._start(self._recover)
+
     def compact(self) -> None:
         """Compact the open session (``/compact``)."""
 
@@ -147,6 +164,14 @@ class SessionController(QObject):
         """Stop the running operation (Esc): ``abortRequested`` is durable first, then the work is cancelled."""
         if self._agent is not None and self.busy:
             self._abort = asyncio.ensure_future(self._agent.abort())
+            self._abort.add_done_callback(self._abort_done)
+
+    def _abort_done(self, future: asyncio.Future[bool]) -> None:
+        error = None if future.cancelled() else future.exception()
+        if error is not None:  # abortRequested could not be made durable: stop the work anyway, and say so
+            if self._task is not None:
+                self._task.cancel()
+            self.failed.emit(f"Stopping could not be recorded in the session ({error}); the work was cancelled.")
 
     async def wait_idle(self) -> None:
         """Wait until the running operation ends (for tests and shutdown)."""
@@ -154,16 +179,29 @@ class SessionController(QObject):
             await asyncio.shield(self._task)
 
     def close(self) -> None:
-        """Close the open session (releases its writer lock)."""
+        """Close the open session: release its writer lock; stop the background processes its tools started."""
+        tools = self._tools
+        if tools is not None:
+            task = asyncio.ensure_future(tools.close())
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
         if self._session is not None:
             self._session.store.close()
-        self._session, self._agent, self._agent_key = None, None, None
+        self._session, self._tools, self._agent, self._agent_key = None, None, None, None
+
+    async def aclose(self) -> None:
+        """Close the session and wait until its background processes are stopped (at application exit)."""
+        self.close()
+        if self._closing:
+            await asyncio.gather(*self._closing, return_exceptions=True)
 
     # -- internals --------------------------------------------------------------------------------------------
 
     def _switch(self, opened: OpenedSession) -> None:
         self.close()
         self._session = opened
+        if not opened.read_only:
+            self._tools = ToolSet(session_tools(opened, self._tool_settings))
         self.session_opened.emit(opened)
 
     def _agent_for(self, session: OpenedSession) -> Agent | None:
@@ -181,6 +219,7 @@ class SessionController(QObject):
                 api_key=connection.api_key,
                 approver=self._approver,
                 tool_settings=self._tool_settings,
+                tools=list(self._tools.values()) if self._tools is not None else None,
                 on_event=self.bridge.sink,
                 ledger=self._ledger,
                 price_overrides=self._price_overrides(),
@@ -215,10 +254,22 @@ class SessionController(QObject):
                 self.finished.emit(result)
         except RecoveryBlockedError as error:
             self.recovery_blocked.emit(str(error))
-        except TinyAgentError as error:
-            self.failed.emit(str(error))
-        except Exception as error:  # a bug: show it rather than lose it
-            _log.exception("operation failed")
-            self.failed.emit(f"Unexpected error: {error!r}")
+        except Exception as error:  # everything is shown; nothing is lost
+            if not isinstance(error, TinyAgentError):
+                _log.exception("operation failed")
+            if agent.store.state.operation.kind != "idle" and not agent.store.closed:
+                self.unfinished.emit(f"The operation stopped before it finished: {error}")
+            else:
+                self.failed.emit(str(error) if isinstance(error, TinyAgentError) else f"Unexpected error: {error!r}")
         finally:
+            self._reindex(agent)
             self.busy_changed.emit(False)
+
+    def _reindex(self, agent: Agent) -> None:
+        """Bring the index row (title, tokens, state, search text) up to date with the session file."""
+        if self._ledger is None or agent.store.closed:
+            return
+        try:
+            index_session_file(self._ledger, agent.store.path)
+        except (TinyAgentError, OSError) as error:
+            _log.warning("re-indexing %s failed: %s", agent.store.path, error)

@@ -108,6 +108,8 @@ class RunResult:
     """How an operation ended."""
 
     outcome: Literal["completed", "aborted", "failed"]
+    kind: Literal["run", "compaction"] = "run"
+    """Which operation ended."""
     answer: str | None = None
     """The final assistant text of a completed run."""
     error: TinyAgentError | None = None
@@ -267,7 +269,7 @@ class Agent:
                 raise AgentBusyError("Another session operation is active.")
             cut = compaction_cut(state.active_context)
             if cut is None:
-                return RunResult("completed", answer="Nothing to compact.")
+                return RunResult("completed", "compaction", "Nothing to compact.")
             source = state.message_entries()
             ids = [entry_id for entry_id, _ in source]
             self.store.append(
@@ -283,8 +285,9 @@ class Agent:
             result = await self._drive(live=True)
             if result.outcome == "completed":
                 compacted = len(source) - cut.retained
-                return RunResult("completed", f"Compacted {compacted} messages (kept last {cut.retained}).")
-            return result
+                message = f"Compacted {compacted} messages (kept last {cut.retained})."
+                return RunResult("completed", "compaction", message)
+            return RunResult(result.outcome, "compaction", result.answer, result.error)
         finally:
             self._leave()
 

@@ -62,8 +62,9 @@ class CostView(QWidget):
     session_activated = Signal(str)
     """A session row was double-clicked or entered: its session id."""
 
-    def __init__(self, conn: sqlite3.Connection, parent: QWidget | None = None) -> None:
-        """``conn``: the index database, used on the GUI thread (not closed by the view). Loads at once."""
+    def __init__(self, conn: sqlite3.Connection, parent: QWidget | None = None, *, load: bool = True) -> None:
+        """``conn``: the index database, used on the GUI thread (not closed by the view). Loads at once unless
+        ``load`` is False (the window loads it when first shown: with thousands of sessions that is 150 ms)."""
         super().__init__(parent)
         self.setAccessibleName("Cost view")
         self._conn = conn
@@ -130,7 +131,8 @@ class CostView(QWidget):
         self.table.selectionModel().selectionChanged.connect(self._selection_changed)
         self.sessions_model.layoutChanged.connect(self._update_selection)
         self.table.activated.connect(self._activate)
-        self.reload()
+        if load:
+            self.reload()
 
     # -- slots for the window ------------------------------------------------------------------------------------
 
