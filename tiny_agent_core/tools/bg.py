@@ -13,7 +13,17 @@ metadata and an 80-line log tail when the process already ended.
 
 A process whose current start time (``ps -o lstart``) differs from the recorded one is ``stale``: its pid was
 reused, and no signal is ever sent to it. ``stop`` sends SIGTERM to the group, waits up to 2 s, then SIGKILLs the
-group, and marks the process ``stopped``. :meth:`BgTool.close` stops the processes this tool started (call it when
+group, and marks the process ``stopped``.
+
+A metadata file is only a claim: the workspace is writable by the user, by ``bash``, by other programs. So for a
+process this tool did not start (one from an earlier run), ``stop`` signals nothing unless the file says
+``id == pid == pgid > 1`` *and*, right before each signal, ``getpgid(pid) == pid`` and the process's start time is
+the recorded one; otherwise it fails with a tool error and sends nothing. (Without this, a forged ``"pgid": 1``
+would make ``killpg(1)``, i.e. ``kill(-1)``: every process of the user.) Its SIGKILL is sent only while the
+leader is still that process, so members of such a group that outlive their leader and ignore SIGTERM are left
+alone. Signals always go to a group, never to a bare pid, and never to a pid or pgid of 1 or less. The check and
+the signal are separate system calls, so a pid reused in between is not excluded; Python exposes no way to signal
+a process group through a pidfd. :meth:`BgTool.close` stops the processes this tool started (call it when
 the app exits); cancelling a run does not stop them, as in the reference. POSIX only.
 """
 
@@ -68,6 +78,8 @@ def _now() -> str:
 
 
 def _running(pid: int) -> bool:
+    if pid <= 1:  # never probe our own group (0), every process (-1) or init: no bg process has such a pid
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -99,13 +111,15 @@ def _process_started_at(pid: int) -> str:
 
 
 def _kill_group(pgid: int, signum: signal.Signals) -> None:
-    try:
+    """``killpg(pgid, signum)``; a group that is already gone is fine.
+
+    Never falls back to ``kill(pgid)``: once the group is gone its number may belong to an unrelated process.
+    A pgid of 1 or less is refused outright (``killpg(1)`` would be ``kill(-1)``: every process of the user).
+    """
+    if isinstance(pgid, bool) or not isinstance(pgid, int) or pgid <= 1:
+        raise ToolError(f"refusing to signal process group {pgid!r}")
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signum)
-    except ProcessLookupError:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pgid, signum)
-    except PermissionError:
-        pass
 
 
 def _tail(path: Path, lines: int) -> str:
@@ -254,7 +268,7 @@ class BgTool(BuiltinTool):
         if status != "running":
             return str(status) if status in STATUSES else "exited"
         pid = meta.get("pid")
-        if not isinstance(pid, int) or isinstance(pid, bool):
+        if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 1:
             return "stale"
         started = _process_started_at(pid)
         if not started:
@@ -387,24 +401,74 @@ class BgTool(BuiltinTool):
         _, log_path = self._paths(pid)
         return _tail(log_path, tail) or "(no output)"
 
+    @staticmethod
+    def _foreign_group(pid: str, meta: Mapping[str, Any]) -> int:
+        """The process group to signal for a process this tool did not start; raises ToolError unless it is safe.
+
+        Its metadata file is only a claim (anything that can write the workspace can forge it), so the claim must
+        describe exactly what ``start`` records: ``id``, ``pid`` and ``pgid`` all the same number, above 1.
+        """
+        process_id = meta.get("pid")
+        group = meta.get("pgid")
+        if (
+            isinstance(process_id, bool)
+            or not isinstance(process_id, int)
+            or isinstance(group, bool)
+            or not isinstance(group, int)
+            or str(meta.get("id")) != pid
+            or process_id != int(pid)
+            or group != process_id
+            or process_id <= 1
+        ):
+            raise ToolError(
+                f"refusing to stop bg {pid}: its metadata does not describe a process group bg started "
+                f"(id {meta.get('id')!r}, pid {process_id!r}, pgid {group!r}); no signal was sent"
+            )
+        return group
+
+    @staticmethod
+    def _verify_leader(pid: str, meta: Mapping[str, Any], group: int) -> str | None:
+        """Why ``group`` may not be signalled now, or ``None``: its leader must still be the recorded process."""
+        try:
+            current_group = os.getpgid(group)
+        except ProcessLookupError:
+            return "its process has exited"
+        except OSError as error:
+            return f"its process group cannot be checked ({error.strerror})"
+        if current_group != group:
+            return f"process {group} is not the leader of its process group (its group is {current_group})"
+        recorded = meta.get("processStartedAt")
+        started = _process_started_at(group)
+        if not isinstance(recorded, str) or not recorded or started != recorded:
+            return f"process {group} is not the process bg recorded (its start time differs)"
+        return None
+
     def _stop(self, pid: str) -> str:
         meta = self._read_meta(pid)
+        with self._lock:
+            owned = self._owned.get(pid)
+        # our own child's group is the one we made, whatever the file says; anyone else's must prove itself
+        group = owned.process.pid if owned is not None else self._foreign_group(pid, meta)
         status = self._current_status(meta)
         if status != "running":
             return self._format(meta, status)
-        with self._lock:
-            owned = self._owned.get(pid)
-            if owned is not None:
+        if owned is None:
+            refused = self._verify_leader(pid, meta, group)
+            if refused is not None:
+                raise ToolError(f"refusing to stop bg {pid}: {refused}; no signal was sent")
+        else:
+            with self._lock:
                 owned.stopping = True
-        process_id = int(meta["pid"])
-        group = int(meta.get("pgid") or process_id)
         _kill_group(group, signal.SIGTERM)
         deadline = time.monotonic() + self.stop_grace
         while time.monotonic() < deadline:
-            if owned.settled.is_set() if owned is not None else not _running(process_id):
+            if owned.settled.is_set() if owned is not None else not _running(group):
                 break
             time.sleep(0.05)
-        _kill_group(group, signal.SIGKILL)  # also whatever of the group outlived its leader
+        # SIGKILL whatever of the group outlived SIGTERM. A group we did not start is signalled only while its
+        # leader is still provably the recorded process: once the leader is gone, its number proves nothing.
+        if owned is not None or self._verify_leader(pid, meta, group) is None:
+            _kill_group(group, signal.SIGKILL)
         if owned is not None:
             owned.settled.wait(2.0)
             with self._lock:

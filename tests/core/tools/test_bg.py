@@ -5,14 +5,17 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import AsyncIterator, Iterator
+import signal
+import subprocess
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.core.tools.support import assert_group_gone, live_members, real, subreaper, wait_for_file
-from tiny_agent_core.tools import BgTool
+from tiny_agent_core.tools import BgTool, ToolError
+from tiny_agent_core.tools.bg import _kill_group, _process_started_at
 
 META_KEYS = ["id", "command", "cwd", "pid", "pgid", "ownerPid", "startedAt", "processStartedAt", "log", "status"]
 
@@ -185,3 +188,166 @@ async def test_logs_without_output(bg: BgTool, tmp_path: Path) -> None:
     pid = json.loads((await call(bg, action="start", command="true")).split("\n", 1)[0])["id"]
     (tmp_path / ".tiny-agent" / "bg" / f"{pid}.log").write_text("")
     assert await call(bg, action="logs", id=pid) == "(no output)"
+
+
+# -- forged metadata: a process this tool did not start is signalled only when it provably is what bg started ----
+
+REAL_KILL = os.kill
+Calls = list[tuple[str, int, int]]
+
+
+@pytest.fixture
+def spawn() -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
+    """Start ``sleep`` processes that bg did not start (in their own group, or in ours); killed afterwards."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(*, own_group: bool = True) -> subprocess.Popen[bytes]:
+        process = subprocess.Popen(["sleep", "1000"], start_new_session=own_group)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            REAL_KILL(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+@pytest.fixture
+def signals(monkeypatch: pytest.MonkeyPatch) -> Calls:
+    """Record every ``os.killpg`` / ``os.kill`` call. Nothing is delivered, except ``kill(pid, 0)`` probes."""
+    calls: Calls = []
+
+    def fake_killpg(pgid: int, signum: int) -> None:
+        calls.append(("killpg", pgid, signum))
+
+    def fake_kill(pid: int, signum: int) -> None:
+        calls.append(("kill", pid, signum))
+        if signum == 0 and pid > 1:
+            REAL_KILL(pid, 0)
+
+    monkeypatch.setattr(os, "killpg", fake_killpg)
+    monkeypatch.setattr(os, "kill", fake_kill)
+    return calls
+
+
+def sent(calls: Calls) -> Calls:
+    """The calls that deliver a signal (everything but ``kill(pid, 0)`` probes)."""
+    return [call for call in calls if call[0] == "killpg" or call[2] != 0]
+
+
+def forge(workspace: Path, name: int, **fields: Any) -> Path:
+    """A metadata file as a model could write it, describing process ``name`` unless ``fields`` say otherwise."""
+    pid = fields.get("pid", name)
+    meta = {
+        "id": str(name),
+        "command": "sleep 1000",
+        "cwd": str(real(workspace)),
+        "pid": pid,
+        "pgid": pid,
+        "ownerPid": 1,
+        "startedAt": "2026-01-01T00:00:00.000Z",
+        "processStartedAt": _process_started_at(pid) if isinstance(pid, int) and pid > 1 else "",
+        "log": f".tiny-agent/bg/{name}.log",
+        "status": "running",
+        **fields,
+    }
+    directory = workspace / ".tiny-agent" / "bg"
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{name}.json"
+    path.write_text(json.dumps(meta))
+    return path
+
+
+@pytest.mark.parametrize(
+    "forgery",
+    [
+        {"pgid": 1},  # killpg(1) is kill(-1): every process of the user
+        {"pgid": 0},  # killpg(0): the caller's own group
+        {"pgid": -1},
+        {"pgid": "foreign"},  # some other live group (the test runner's)
+        {"pgid": "1"},
+        {"pgid": None},  # was: `meta.get("pgid") or pid`
+        {"pgid": True},
+        {"pid": "other"},  # the file names one process, the metadata another
+        {"id": "other"},
+    ],
+)
+async def test_forged_metadata_is_refused_and_nothing_is_signalled(
+    bg: BgTool, tmp_path: Path, spawn: Callable[..., subprocess.Popen[bytes]], signals: Calls, forgery: dict[str, Any]
+) -> None:
+    leader = spawn()
+    other = spawn()
+    values = {"foreign": os.getpgrp(), "other": other.pid}
+    fields = {key: values.get(value, value) if isinstance(value, str) else value for key, value in forgery.items()}
+    if fields.get("id") == other.pid:
+        fields["id"] = str(other.pid)
+    if "pid" in fields:
+        fields["processStartedAt"] = _process_started_at(other.pid)  # the start time matches the named process
+    forge(tmp_path, leader.pid, **fields)
+    message = await error(bg, action="stop", id=str(leader.pid))
+    assert message.startswith(f"Error: refusing to stop bg {leader.pid}: "), message
+    assert message.endswith("no signal was sent")
+    assert sent(signals) == []
+    assert all(pid > 1 for _, pid, _ in signals)
+    assert leader.poll() is None
+    assert other.poll() is None
+
+
+async def test_forged_metadata_for_init_is_refused(bg: BgTool, tmp_path: Path, signals: Calls) -> None:
+    forge(tmp_path, 1, pid=1, pgid=1, processStartedAt=_process_started_at(os.getpid()))
+    assert (await error(bg, action="stop", id="1")).startswith("Error: refusing to stop bg 1: ")
+    assert json.loads(await call(bg, action="list", status="all"))[0]["status"] == "stale"
+    assert sent(signals) == []
+    assert all(pid > 1 for _, pid, _ in signals)  # not even a kill(1, 0) probe
+
+
+async def test_process_that_is_not_a_group_leader_is_refused(
+    bg: BgTool, tmp_path: Path, spawn: Callable[..., subprocess.Popen[bytes]], signals: Calls
+) -> None:
+    member = spawn(own_group=False)  # in the test runner's group: killpg(member.pid) would miss, kill would not
+    forge(tmp_path, member.pid)
+    message = await error(bg, action="stop", id=str(member.pid))
+    assert "is not the leader of its process group" in message
+    assert sent(signals) == []
+    assert member.poll() is None
+
+
+async def test_foreign_process_with_another_start_time_is_not_signalled(
+    bg: BgTool, tmp_path: Path, spawn: Callable[..., subprocess.Popen[bytes]], signals: Calls
+) -> None:
+    leader = spawn()
+    forge(tmp_path, leader.pid, processStartedAt="Thu Jan  1 00:00:00 1970")
+    assert json.loads(await call(bg, action="stop", id=str(leader.pid)))["status"] == "stale"
+    assert sent(signals) == []
+    assert leader.poll() is None
+
+
+async def test_foreign_process_that_checks_out_gets_term_then_kill_on_its_group(
+    tmp_path: Path, spawn: Callable[..., subprocess.Popen[bytes]], signals: Calls
+) -> None:
+    tool = BgTool(real(tmp_path), stop_grace=0.1)
+    leader = spawn()
+    forge(tmp_path, leader.pid)
+    stopped = json.loads(await call(tool, action="stop", id=str(leader.pid)))
+    assert stopped["status"] == "stopped"
+    assert sent(signals) == [("killpg", leader.pid, signal.SIGTERM), ("killpg", leader.pid, signal.SIGKILL)]
+
+
+def test_kill_group_refuses_low_groups_and_never_signals_a_bare_pid(
+    spawn: Callable[..., subprocess.Popen[bytes]], signals: Calls, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for group in (1, 0, -1, -5):
+        with pytest.raises(ToolError, match="refusing to signal process group"):
+            _kill_group(group, signal.SIGKILL)
+    assert signals == []
+
+    def gone(pgid: int, signum: int) -> None:
+        signals.append(("killpg", pgid, signum))
+        raise ProcessLookupError
+
+    monkeypatch.setattr(os, "killpg", gone)
+    process = spawn(own_group=False)  # a live pid that is not a group: the old fallback would have killed it
+    _kill_group(process.pid, signal.SIGKILL)
+    assert signals == [("killpg", process.pid, signal.SIGKILL)]
+    assert process.poll() is None
