@@ -14,7 +14,8 @@ import json
 import sys
 from typing import Any
 
-from tiny_agent_core.errors import ProviderError, ProviderHTTPError
+from tiny_agent_core.errors import ProviderError
+from tiny_agent_core.providers.client import error_summary
 from tiny_agent_core.providers.openai_chat import http_error, normalize_response_body, normalize_sse_text
 
 
@@ -31,16 +32,6 @@ def register(subparsers: Any) -> None:
     normalize.set_defaults(handler=run_normalize)
 
 
-def error_json(error: ProviderError) -> dict[str, Any]:
-    """The ``{"kind", "message", "status"?, "retryAfter"?}`` object for a provider error."""
-    out: dict[str, Any] = {"kind": error.kind, "message": str(error)}
-    if isinstance(error, ProviderHTTPError):
-        out["status"] = error.status
-        if error.retry_after is not None:
-            out["retryAfter"] = error.retry_after
-    return out
-
-
 def normalize_bytes(data: bytes, *, stream: bool, status: int) -> dict[str, Any]:
     """The command's JSON result for ``data`` (never raises a ProviderError)."""
     try:
@@ -53,7 +44,7 @@ def normalize_bytes(data: bytes, *, stream: bool, status: int) -> dict[str, Any]
             "error": {"kind": "malformed", "message": f"The stream is not valid UTF-8: {error}."},
         }
     except ProviderError as error:
-        return {"ok": False, "error": error_json(error)}
+        return {"ok": False, "error": error_summary(error)}
     return result.to_json()
 
 
