@@ -8,7 +8,15 @@ from typing import Any
 
 import pytest
 
-from tiny_agent_core.tools import EditTool, PathOutsideWorkspace, ReadTool, WorkspaceGuard, WriteTool, builtin_tools
+from tiny_agent_core.tools import (
+    EditTool,
+    PathOutsideWorkspace,
+    ReadTool,
+    ToolError,
+    WorkspaceGuard,
+    WriteTool,
+    builtin_tools,
+)
 
 
 @pytest.fixture
@@ -179,3 +187,203 @@ async def test_file_tools_may_not_change_session_files(tmp_path: Path, tool_name
     assert outcome.is_error
     assert "session folder" in outcome.content
     assert target.read_text() == '{"kind":"header"}\n'
+
+
+# -- tiny-agent's own state is not writable through the file tools -------------------------------------------------
+
+
+@pytest.fixture
+def app_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """The app's config and data folders, moved into tmp_path (and created)."""
+    config = tmp_path / "config"
+    data = tmp_path / "data"
+    config.mkdir()
+    data.mkdir()
+    monkeypatch.setenv("TINY_AGENT_CONFIG_DIR", str(config))
+    monkeypatch.setenv("TINY_AGENT_DATA_DIR", str(data))
+    return config, data
+
+
+def write_args(tool_name: str, path: str) -> dict[str, Any]:
+    if tool_name == "write":
+        return {"path": path, "content": "forged\n"}
+    return {"path": path, "edits": [{"oldText": "original", "newText": "forged"}]}
+
+
+async def assert_refused(workspace: Path, path: str, target: Path, *, roots: tuple[Path, ...] = ()) -> str:
+    """Both write and edit refuse ``path`` and leave ``target`` (which has ``original`` in it, or is absent) alone."""
+    before = target.read_bytes() if target.is_file() else target.exists()
+    messages = []
+    for tool_name in ("write", "edit"):
+        outcome = await tools(workspace, roots)[tool_name].execute(write_args(tool_name, path))
+        assert outcome.is_error, (tool_name, path, outcome.content)
+        assert outcome.content.startswith(f"Error: Path {path} is inside "), outcome.content
+        assert outcome.content.endswith("; file tools may not change it.")
+        messages.append(outcome.content)
+        assert (target.read_bytes() if target.is_file() else target.exists()) == before
+    assert messages[0] == messages[1]
+    return messages[0]
+
+
+@pytest.mark.parametrize(
+    "relative", ["bg/4242.json", "bg/4242.log", "tool-output/x.log", "settings.json", "new/deeper/file.txt"]
+)
+async def test_the_tiny_agent_folder_is_protected(
+    tmp_path: Path, app_folders: tuple[Path, Path], relative: str
+) -> None:
+    workspace = tmp_path / "ws"
+    target = workspace / ".tiny-agent" / relative
+    target.parent.mkdir(parents=True)
+    if not relative.startswith("new/"):
+        target.write_text("original\n")
+    message = await assert_refused(workspace, f".tiny-agent/{relative}", target)
+    assert "the tiny-agent folder" in message
+    assert "only .tiny-agent/skills may be changed" in message
+    assert not (workspace / ".tiny-agent" / "new" / "deeper" / "file.txt").exists()
+
+
+async def test_the_tiny_agent_folder_itself_and_before_it_exists(
+    tmp_path: Path, app_folders: tuple[Path, Path]
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    await assert_refused(workspace, ".tiny-agent", workspace / ".tiny-agent")
+    await assert_refused(workspace, ".tiny-agent/bg/1.json", workspace / ".tiny-agent" / "bg" / "1.json")
+    await assert_refused(workspace, str(workspace / ".tiny-agent" / "x"), workspace / ".tiny-agent" / "x")
+    await assert_refused(workspace, "sub/../.tiny-agent/x", workspace / ".tiny-agent" / "x")
+    assert not (workspace / ".tiny-agent").exists()
+
+
+async def test_the_tiny_agent_folder_of_every_allowed_root(tmp_path: Path, app_folders: tuple[Path, Path]) -> None:
+    workspace = tmp_path / "ws"
+    other = tmp_path / "other"
+    workspace.mkdir()
+    (other / ".tiny-agent" / "sessions").mkdir(parents=True)
+    target = other / ".tiny-agent" / "sessions" / "s.jsonl"
+    target.write_text("original\n")
+    message = await assert_refused(workspace, str(target), target, roots=(other,))
+    assert "session folder" in message
+    await assert_refused(
+        workspace, "../other/.tiny-agent/bg/1.json", other / ".tiny-agent" / "bg" / "1.json", roots=(other,)
+    )
+
+
+@pytest.mark.parametrize("tool_name", ["write", "edit"])
+async def test_skills_stay_writable(tmp_path: Path, app_folders: tuple[Path, Path], tool_name: str) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    t = tools(workspace)
+    fresh = await t["write"].execute({"path": ".tiny-agent/skills/x/SKILL.md", "content": "original\n"})
+    assert not fresh.is_error, fresh.content  # .tiny-agent and skills did not exist yet
+    skill = workspace / ".tiny-agent" / "skills" / "x" / "SKILL.md"
+    assert skill.read_text() == "original\n"
+    outcome = await t[tool_name].execute(write_args(tool_name, ".tiny-agent/skills/x/SKILL.md"))
+    assert not outcome.is_error, outcome.content
+    assert skill.read_text() == "forged\n"
+    nested = await t["write"].execute({"path": str(skill.parent / "notes" / "a.md"), "content": "x"})
+    assert not nested.is_error, nested.content
+
+
+async def test_a_skills_symlink_does_not_open_the_rest(tmp_path: Path, app_folders: tuple[Path, Path]) -> None:
+    workspace = tmp_path / "ws"
+    bg = workspace / ".tiny-agent" / "bg"
+    bg.mkdir(parents=True)
+    (bg / "1.json").write_text("original\n")
+    (workspace / ".tiny-agent" / "skills").symlink_to(bg)
+    await assert_refused(workspace, ".tiny-agent/skills/1.json", bg / "1.json")
+
+
+async def test_the_config_folder_is_protected(tmp_path: Path, app_folders: tuple[Path, Path]) -> None:
+    config, _ = app_folders
+    permissions = config / "tool-permissions.json"
+    permissions.write_text("original\n")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    message = await assert_refused(workspace, str(permissions), permissions, roots=(tmp_path,))
+    assert f"the tiny-agent configuration folder {config}" in message
+    await assert_refused(workspace, "../config/settings.json", config / "settings.json", roots=(tmp_path,))
+    await assert_refused(workspace, str(config), config, roots=(tmp_path,))
+
+
+async def test_a_workspace_that_contains_the_config_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    config = home / ".config" / "tiny-agent-desktop"
+    config.mkdir(parents=True)
+    (config / "tool-permissions.json").write_text("original\n")
+    monkeypatch.setenv("TINY_AGENT_CONFIG_DIR", str(config))
+    monkeypatch.setenv("TINY_AGENT_DATA_DIR", str(home / ".local" / "share" / "tiny-agent-desktop"))
+    await assert_refused(home, ".config/tiny-agent-desktop/tool-permissions.json", config / "tool-permissions.json")
+    await assert_refused(home, ".local/share/tiny-agent-desktop/index.sqlite3", home / ".local" / "share" / "x")
+    ok = await tools(home)["write"].execute({"path": ".config/other-app/x.json", "content": "{}"})
+    assert not ok.is_error, ok.content
+
+
+async def test_the_data_folder_is_protected_but_a_workspace_inside_it_is_not(
+    tmp_path: Path, app_folders: tuple[Path, Path]
+) -> None:
+    _, data = app_folders
+    database = data / "index.sqlite3"
+    database.write_text("original\n")
+    workspace = data / "workspace"  # the default workspace lives in the data folder
+    workspace.mkdir()
+    message = await assert_refused(workspace, "../index.sqlite3", database, roots=(data,))
+    assert f"the tiny-agent data folder {data}" in message
+    await assert_refused(workspace, str(data / "new.txt"), data / "new.txt", roots=(data,))
+    t = tools(workspace, (data,))
+    for path in ("notes.txt", str(workspace / "src" / "main.py")):
+        outcome = await t["write"].execute({"path": path, "content": "x"})
+        assert not outcome.is_error, outcome.content
+    await assert_refused(workspace, ".tiny-agent/sessions/s.jsonl", workspace / ".tiny-agent" / "sessions" / "s.jsonl")
+
+
+def test_another_name_for_a_protected_folder_is_caught_by_identity(
+    tmp_path: Path, app_folders: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second path to the same directory that no real-path comparison can relate to ``.tiny-agent``: what a bind
+    mount gives, or ``.TINY-AGENT`` on a case-insensitive file system. Simulated by making ``os.stat`` see
+    ``ws/alias`` as ``ws/.tiny-agent`` (as the kernel would for a bind mount); no realpath spelling changes."""
+    workspace = tmp_path / "ws"
+    state = workspace / ".tiny-agent"
+    (state / "bg").mkdir(parents=True)
+    (state / "skills").mkdir()
+    alias = workspace / "alias"
+    alias.mkdir()
+    guard = WorkspaceGuard(workspace)
+    assert guard.resolve_writable("alias/bg/1.json") == Path(os.path.realpath(alias / "bg" / "1.json"))
+
+    real_stat = os.stat
+    mounted, source = str(os.path.realpath(alias)), str(os.path.realpath(state))
+
+    def bind_mounted_stat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        text = os.fspath(path)
+        if isinstance(text, str) and (text == mounted or text.startswith(mounted + os.sep)):
+            text = source + text[len(mounted) :]
+        return real_stat(text, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", bind_mounted_stat)
+    for path in ("alias/bg/1.json", "alias/new.json", "alias", str(alias / "sessions" / "s.jsonl")):
+        with pytest.raises(ToolError, match=r"is inside the tiny-agent folder .*; file tools may not change it"):
+            guard.resolve_writable(path)
+    # the skills exception is found by identity as well
+    assert guard.resolve_writable("alias/skills/x/SKILL.md") == Path(os.path.realpath(alias / "skills/x/SKILL.md"))
+
+
+async def test_a_symlink_to_a_protected_folder_is_refused(tmp_path: Path, app_folders: tuple[Path, Path]) -> None:
+    config, _ = app_folders
+    workspace = tmp_path / "ws"
+    (workspace / ".tiny-agent" / "bg").mkdir(parents=True)
+    (workspace / "state").symlink_to(workspace / ".tiny-agent")
+    (workspace / "settings").symlink_to(config)
+    await assert_refused(workspace, "state/bg/1.json", workspace / ".tiny-agent" / "bg" / "1.json")
+    await assert_refused(workspace, "settings/tool-permissions.json", config / "tool-permissions.json", roots=(config,))
+
+
+async def test_a_case_variant_is_refused_even_before_the_folder_exists(
+    tmp_path: Path, app_folders: tuple[Path, Path]
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    await assert_refused(workspace, ".TINY-AGENT/bg/1.json", workspace / ".TINY-AGENT" / "bg" / "1.json")
+    await assert_refused(
+        workspace, str(tmp_path / "CONFIG" / "x.json"), tmp_path / "CONFIG" / "x.json", roots=(tmp_path,)
+    )
