@@ -613,6 +613,8 @@ class Timeline:
             )
         if row.dialect_repairs is not None:
             changes["repairs"] = tuple(row.dialect_repairs)
+        if row.dropped_fields is not None:
+            changes["dropped"] = tuple(row.dropped_fields)
         step = self._steps[row.attempt_id]
         if any(getattr(step, name) != value for name, value in changes.items()):
             self._update_step(row.attempt_id, **changes)

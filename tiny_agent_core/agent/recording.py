@@ -68,6 +68,7 @@ class LedgerRecorder:
                 http_status=capture.status if capture is not None else None,
                 error_kind=record.error.kind if record.error is not None else None,
                 dialect_repairs=list(record.response.repairs) if record.response is not None else None,
+                dropped_fields=list(record.response.dropped) if record.response is not None else None,
             ),
         )
         if capture is not None:

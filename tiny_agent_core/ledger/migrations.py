@@ -46,7 +46,8 @@ Schema (all times are integer milliseconds since the Unix epoch, UTC; money is `
     data version when ``cost_source`` is 'price_table'); ``response_model`` (the model the provider says
     answered); ``latency_ms`` (request sent → response complete); ``ttft_ms`` (request sent → first token);
     ``http_status``; ``error_kind`` (the :class:`~tiny_agent_core.errors.ProviderError` ``kind``);
-    ``dialect_repairs`` (JSON array text of the seam's repairs, NULL = none recorded).
+    ``dialect_repairs`` (JSON array text of the seam's repairs, NULL = none recorded); ``dropped_fields`` (m003:
+    JSON array text of the provider-only fields the seam dropped, e.g. ``message.reasoning``; NULL = not recorded).
 ``raw_captures`` (live-only)
     ``id`` INTEGER PK; ``attempt_id`` FK → requests (cascade); ``captured_at``; ``body``, the redacted JSON
     text of the exchange (request body, status, kept headers, response body or SSE text; no credentials), at
@@ -79,8 +80,9 @@ from tiny_agent_core.errors import LedgerError, LedgerVersionError
 SCHEMA_MAJOR = 1
 """Incompatible schema generation; a database with a larger major is refused."""
 
-SCHEMA_MINOR = 1
-"""Compatible revision within the major; a larger minor from a newer app is accepted (1: ``session_text``)."""
+SCHEMA_MINOR = 2
+"""Compatible revision within the major; a larger minor from a newer app is accepted (1: ``session_text``;
+2: ``requests.dropped_fields``)."""
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -262,6 +264,12 @@ def m002_session_text(conn: sqlite3.Connection) -> None:
             "UPDATE sessions SET file_size = -1",
         ],
     )
+
+
+@migration
+def m003_dropped_fields(conn: sqlite3.Connection) -> None:
+    """``requests.dropped_fields``: what the normalization seam removed from each response, for the inspector."""
+    _execute_all(conn, ["ALTER TABLE requests ADD COLUMN dropped_fields TEXT"])
 
 
 def _read_user_version(conn: sqlite3.Connection) -> int:

@@ -86,6 +86,8 @@ class LiveRequest:
     error_kind: str | None = None
     """:attr:`tiny_agent_core.errors.ProviderError.kind` of a failed request."""
     dialect_repairs: Sequence[str] | None = None
+    dropped_fields: Sequence[str] | None = None
+    """Provider-only fields the seam dropped (e.g. ``message.reasoning``); ``None`` = not recorded."""
     """Names of the seam's dialect repairs; ``None`` = not recorded."""
 
 
@@ -114,6 +116,8 @@ class RequestRow:
     http_status: int | None
     error_kind: str | None
     dialect_repairs: list[str] | None
+    dropped_fields: list[str] | None = None
+    """Provider-only fields the seam dropped (m003); ``None`` when not recorded."""
 
 
 def decimal_from_text(text: str) -> Decimal:
@@ -143,6 +147,8 @@ def record_live(conn: sqlite3.Connection, live: LiveRequest) -> None:
             columns[name] = value
     if live.dialect_repairs is not None:
         columns["dialect_repairs"] = json.dumps(list(live.dialect_repairs))
+    if live.dropped_fields is not None:
+        columns["dropped_fields"] = json.dumps(list(live.dropped_fields))
     with transaction(conn):
         row = conn.execute("SELECT session_id FROM requests WHERE attempt_id = ?", (live.attempt_id,)).fetchone()
         if row is None:
@@ -217,6 +223,7 @@ def _row(values: Mapping[str, Any]) -> RequestRow:
         http_status=values["http_status"],
         error_kind=values["error_kind"],
         dialect_repairs=None if repairs is None else list(json.loads(repairs)),
+        dropped_fields=None if values["dropped_fields"] is None else list(json.loads(values["dropped_fields"])),
     )
 
 

@@ -66,6 +66,7 @@ EXPECTED_COLUMNS = {
         "http_status",
         "error_kind",
         "dialect_repairs",
+        "dropped_fields",
     ],
     "raw_captures": ["id", "attempt_id", "captured_at", "body", "truncated", "original_size"],
     "tool_timings": [
@@ -88,7 +89,7 @@ EXPECTED_COLUMNS = {
     "session_text_fts_idx": ["segid", "term", "pgno"],
 }
 
-APPLIED = ["m001_initial", "m002_session_text"]
+APPLIED = ["m001_initial", "m002_session_text", "m003_dropped_fields"]
 
 EXPECTED_INDEXES = {
     "sessions_by_workspace_newest",
@@ -127,7 +128,7 @@ def test_unknown_usage_and_cost_columns_are_nullable(conn: sqlite3.Connection) -
 def test_migrations_are_recorded_in_order_and_idempotent(conn: sqlite3.Connection) -> None:
     assert m.applied_migrations(conn) == APPLIED
     assert [fn.__name__ for fn in m.MIGRATIONS] == APPLIED
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == m.user_version() == 1 << 16 | 1
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == m.user_version() == 1 << 16 | 2
     assert m.migrate(conn) == []
     again = connect()
     try:
@@ -183,11 +184,11 @@ def test_migration_names_must_be_sequential() -> None:
     def m009_skipped(conn: sqlite3.Connection) -> None:
         raise AssertionError
 
-    def m003BadName(conn: sqlite3.Connection) -> None:
+    def m004BadName(conn: sqlite3.Connection) -> None:
         raise AssertionError
 
-    for fn in (m009_skipped, m003BadName):
-        with pytest.raises(ValueError, match="must be named m003_"):
+    for fn in (m009_skipped, m004BadName):
+        with pytest.raises(ValueError, match="must be named m004_"):
             m.migration(fn)
     assert len(m.MIGRATIONS) == len(APPLIED)
 
@@ -195,11 +196,11 @@ def test_migration_names_must_be_sequential() -> None:
 def test_failed_migration_rolls_back_and_is_not_recorded(
     conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def m003_broken(c: sqlite3.Connection) -> None:
+    def m004_broken(c: sqlite3.Connection) -> None:
         c.execute("CREATE TABLE half_done (x INTEGER)")
         c.execute("THIS IS NOT SQL")
 
-    monkeypatch.setattr(m, "MIGRATIONS", [*m.MIGRATIONS, m003_broken])
+    monkeypatch.setattr(m, "MIGRATIONS", [*m.MIGRATIONS, m004_broken])
     with pytest.raises(LedgerError, match="migrate"):
         m.migrate(conn)
     assert m.applied_migrations(conn) == APPLIED

@@ -101,11 +101,20 @@ def test_live_fields_and_unknown_attempt(conn: sqlite3.Connection, workspace: Pa
     _session, first, _ = _two_requests(workspace)
     scan_workspace(conn, workspace)
     record_live(conn, LiveRequest(first, latency_ms=1234, ttft_ms=210, http_status=200))
-    record_live(conn, LiveRequest(first, dialect_repairs=["missing_content"], response_model="test/model-2025"))
+    record_live(
+        conn,
+        LiveRequest(
+            first,
+            dialect_repairs=["missing_content"],
+            dropped_fields=["message.reasoning"],
+            response_model="test/model-2025",
+        ),
+    )
     row = get_request(conn, first)
     assert row is not None
     assert (row.latency_ms, row.ttft_ms, row.http_status) == (1234, 210, 200)  # earlier fields kept
     assert (row.dialect_repairs, row.response_model, row.cost) == (["missing_content"], "test/model-2025", None)
+    assert row.dropped_fields == ["message.reasoning"]
     with pytest.raises(LedgerError, match="not in the index"):
         record_live(conn, LiveRequest("01900000-0000-7000-8000-000000000000", latency_ms=1))
 

@@ -122,7 +122,8 @@ def test_m002_from_m001_reads_every_file_once_more(data_dir: Path, workspace: Pa
     for statement in (
         "DROP TABLE session_text_fts",
         "DROP TABLE session_text",
-        "DELETE FROM _migrations WHERE name = 'm002_session_text'",
+        "ALTER TABLE requests DROP COLUMN dropped_fields",
+        "DELETE FROM _migrations WHERE name IN ('m002_session_text', 'm003_dropped_fields')",
         f"PRAGMA user_version = {1 << 16}",
     ):
         old.execute(statement)
@@ -130,8 +131,8 @@ def test_m002_from_m001_reads_every_file_once_more(data_dir: Path, workspace: Pa
     old.close()
     conn = connect()
     try:
-        assert m.applied_migrations(conn) == ["m001_initial", "m002_session_text"]
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 1 << 16 | 1
+        assert m.applied_migrations(conn) == ["m001_initial", "m002_session_text", "m003_dropped_fields"]
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 1 << 16 | 2
         assert [s.title for s in list_sessions(conn)] == ["legacy content"]  # the row is kept
         assert _ids(conn, "walruses") == []
         report = scan_workspace(conn, workspace)
