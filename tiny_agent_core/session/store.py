@@ -5,7 +5,9 @@ Compared with the reference store this one
 * appends in O(size of the transaction): the candidate line is validated against the in-memory state
   (:func:`stage_transaction`), then written, flushed and ``fsync``\\ ed; the file is never re-read or re-reduced.
   A rejected transaction raises :class:`TransactionRejectedError` and changes neither the file nor the state;
-  a failed write or fsync truncates the partial bytes away, undoes the state and raises :class:`SessionError`;
+  a failed write or fsync truncates the partial bytes away, undoes the state and raises :class:`SessionError`
+  (any other exception there, e.g. :class:`KeyboardInterrupt`, is undone the same way and re-raised); if the
+  truncation itself fails the store closes, and the next writable open repairs the torn tail;
 * holds an exclusive OS lock (``flock``) on the file while it is open for writing, so a second writer, in this
   process or another, gets :class:`SessionLockedError`; ``read_only`` opening takes no lock and always works;
 * is durable against power loss as well as process crashes (``fsync`` of the file after every append, of the
@@ -274,18 +276,19 @@ class SessionStore:
         """
         if not self.read_only:
             return 0  # a writer already has every committed transaction
-        with open(self.path, "rb") as handle:
-            handle.seek(self._state.repaired_length)
-            data = handle.read()
-        end = data.rfind(b"\n")
-        count = 0
-        start = 0
-        while start <= end:
-            stop = data.index(b"\n", start)
-            apply_transaction(self._state, data[start:stop])
-            count += 1
-            start = stop + 1
-        return count
+        with self._mutex:  # two threads refreshing at once would apply the same lines twice
+            with open(self.path, "rb") as handle:
+                handle.seek(self._state.repaired_length)
+                data = handle.read()
+            end = data.rfind(b"\n")
+            count = 0
+            start = 0
+            while start <= end:
+                stop = data.index(b"\n", start)
+                apply_transaction(self._state, data[start:stop])
+                count += 1
+                start = stop + 1
+            return count
 
     # --- writing -------------------------------------------------------------------------------------------------
 
@@ -334,10 +337,12 @@ class SessionStore:
             try:
                 _write_all(fd, line + b"\n")
                 os.fsync(fd)
-            except OSError as error:
+            except BaseException as error:  # KeyboardInterrupt too: the file and the state must still agree
                 staged.rollback()
                 self._undo_partial_write(fd, old_length)
-                raise SessionError(f"Could not write session {self.session_id}: {error.strerror}") from error
+                if isinstance(error, OSError):
+                    raise SessionError(f"Could not write session {self.session_id}: {error.strerror}") from error
+                raise
             staged.commit()
         for observer in list(self._observers):
             # Observers are lossy projections (the ledger, the window); they cannot undo a commit.
@@ -353,17 +358,24 @@ class SessionStore:
         return self._fd
 
     def _undo_partial_write(self, fd: int, length: int) -> None:
+        """Truncate the file back to ``length`` (the append lock is held). If that fails, stop appending here."""
         try:
             os.ftruncate(fd, length)
             os.fsync(fd)
-        except OSError:
-            # The file may now end with a torn line; the next writable open truncates it. Stop appending here.
-            self.close()
+        except BaseException as error:
+            # The file may now end with a torn line; the next writable open truncates it.
+            self._close_locked()
+            if not isinstance(error, OSError):
+                raise
 
     # --- closing -------------------------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Release the lock and the file. Idempotent."""
+        """Release the lock and the file. Idempotent; waits for an append in progress in another thread."""
+        with self._mutex:
+            self._close_locked()
+
+    def _close_locked(self) -> None:
         if self._closed:
             return
         self._closed = True

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import builtins
+import io
 import json
 import os
 import re
 import stat
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -275,24 +278,148 @@ def test_commit_observers_see_committed_facts_and_cannot_break_appends(store: Se
     assert len(seen) == 1
 
 
-def test_failed_write_is_undone(store: SessionStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    store.append(run_facts())
-    data = store.path.read_bytes()
-    state = json.dumps(state_to_json(store.state))
-    real_fsync = os.fsync
+def abort_fact(store: SessionStore) -> dict[str, Any]:
+    return facts.abort_requested(operation_id=store.state.operation.operation_id, operation_kind="run", phase="model")  # type: ignore[union-attr]
 
-    def failing_fsync(fd: int) -> None:
+
+def snapshot(store: SessionStore) -> tuple[bytes, str, int]:
+    """The file's bytes, the reduced state as JSON, and the state's byte length."""
+    return store.path.read_bytes(), json.dumps(state_to_json(store.state)), store.state.repaired_length
+
+
+def test_failed_write_is_undone(store: SessionStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The append's fsync fails after the line was written: the line is truncated away (the undo's own fsync
+    works), the state is unchanged, and the store stays usable."""
+    store.append(run_facts())
+    before = snapshot(store)
+    real_fsync = os.fsync
+    calls: list[int] = []
+
+    def first_fsync_fails(fd: int) -> None:
+        calls.append(fd)
+        if len(calls) == 1:
+            assert store.path.stat().st_size > before[2]  # the line is on disk when the fsync fails
+            raise OSError(5, "Input/output error")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", first_fsync_fails)
+    with pytest.raises(SessionError, match="Could not write"):
+        store.append(abort_fact(store))
+    assert len(calls) == 2  # the append's fsync, then the undo's
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    assert not store.closed
+    assert snapshot(store) == before
+    committed = store.append(abort_fact(store))
+    assert committed[0]["seq"] == store.state.next_seq - 1
+    assert reduce_session(store.path.read_bytes()).fact_count == store.state.fact_count == 3
+
+
+def test_failed_undo_closes_the_store(store: SessionStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The write stops halfway and the undo's truncation fails too: the state is still unchanged, the store
+    closes, and the next writable open truncates the torn line the failed undo left."""
+    store.append(run_facts())
+    data, state, _ = snapshot(store)
+    real_write = os.write
+
+    def half_write(fd: int, chunk: Any) -> int:
+        if fd != store._fd:
+            return real_write(fd, chunk)
+        real_write(fd, bytes(chunk[: len(chunk) // 2]))
+        raise OSError(28, "No space left on device")
+
+    def failing_truncate(fd: int, length: int) -> None:
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(os, "fsync", failing_fsync)
-    with pytest.raises(SessionError, match="Could not write"):
-        store.append(
-            facts.abort_requested(operation_id=store.state.operation.operation_id, operation_kind="run", phase="model")
-        )  # type: ignore[union-attr]
-    monkeypatch.setattr(os, "fsync", real_fsync)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "write", half_write)
+        patch.setattr(os, "ftruncate", failing_truncate)
+        with pytest.raises(SessionError, match="Could not write"):
+            store.append(abort_fact(store))
     assert json.dumps(state_to_json(store.state)) == state
-    if not store.closed:
-        assert store.path.read_bytes() == data
+    assert store.closed
+    torn = store.path.read_bytes()
+    assert torn.startswith(data)
+    assert len(torn) > len(data)
+    with pytest.raises(SessionError, match="closed"):
+        store.append(abort_fact(store))
+    with SessionStore.open(store.path) as reopened:
+        assert json.dumps(state_to_json(reopened.state)) == state
+    assert store.path.read_bytes() == data
+
+
+@pytest.mark.parametrize("where", ["write", "fsync"])
+def test_an_interrupt_during_the_write_is_undone_and_re_raised(
+    store: SessionStore, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """Not only OSError: a KeyboardInterrupt after part of the line is written (or during the fsync) leaves the
+    file and the state as they were, and propagates as itself."""
+    store.append(run_facts())
+    before = snapshot(store)
+    real_write, real_fsync = os.write, os.fsync
+    interrupted: list[str] = []
+
+    def half_write(fd: int, data: Any) -> int:
+        if fd != store._fd or interrupted:
+            return real_write(fd, data)
+        interrupted.append("write")
+        real_write(fd, bytes(data[: len(data) // 2]))
+        raise KeyboardInterrupt
+
+    def interrupted_fsync(fd: int) -> None:
+        if not interrupted:
+            interrupted.append("fsync")
+            raise KeyboardInterrupt
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, where, half_write if where == "write" else interrupted_fsync)
+    with pytest.raises(KeyboardInterrupt):
+        store.append(abort_fact(store))
+    assert interrupted == [where]
+    monkeypatch.undo()
+    assert not store.closed
+    assert snapshot(store) == before
+    store.append(abort_fact(store))
+    assert reduce_session(store.path.read_bytes()).fact_count == 3
+
+
+def test_close_waits_for_an_append_in_another_thread(store: SessionStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store may be shared between threads: close() takes the append lock, so it cannot close the file under a
+    write or fsync in progress."""
+    store.append(run_facts())
+    real_fsync = os.fsync
+    in_fsync, release = threading.Event(), threading.Event()
+
+    def slow_fsync(fd: int) -> None:
+        in_fsync.set()
+        assert release.wait(10)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", slow_fsync)
+    outcome: list[Any] = []
+
+    def appending() -> None:
+        try:
+            outcome.append(store.append(abort_fact(store)))
+        except BaseException as error:  # reported by the assertions below
+            outcome.append(error)
+
+    appender = threading.Thread(target=appending)
+    closer = threading.Thread(target=store.close)
+    appender.start()
+    assert in_fsync.wait(10)
+    closer.start()
+    closer.join(0.2)
+    assert closer.is_alive()  # blocked on the append lock
+    assert not store.closed
+    release.set()
+    appender.join(10)
+    closer.join(10)
+    assert not appender.is_alive()
+    assert not closer.is_alive()
+    assert isinstance(outcome[0], list), outcome
+    assert store.closed
+    with SessionStore.open(store.path) as reopened:
+        assert reopened.state.fact_count == 3
 
 
 def test_find_session_by_id(store: SessionStore, tmp_path: Path) -> None:
@@ -310,18 +437,75 @@ def test_find_session_by_id(store: SessionStore, tmp_path: Path) -> None:
 
 
 def test_append_cost_does_not_grow_with_the_file(store: SessionStore) -> None:
-    """O(1) per append: the file is never re-read (reads are counted)."""
+    """O(1) per append: the file is never re-read, whether through os.read/os.pread on any descriptor or by opening
+    the session file again (open, io.open, os.open, Path.open/read_bytes/read_text all fail on that path)."""
     script = SessionScript(store=store)
     for index in range(20):
         script.run(f"task {index}", [[Call("read")], "done"])
     reads: list[int] = []
-    real_read = os.read
+    opened: list[str] = []
+    session_file = os.path.realpath(store.path)
+    real_read, real_pread = os.read, os.pread
+    real_open, real_io_open, real_os_open = builtins.open, io.open, os.open
+    real_path_open, real_read_bytes, real_read_text = Path.open, Path.read_bytes, Path.read_text
+
+    def is_session_file(file: Any) -> bool:
+        if isinstance(file, int):
+            return False
+        try:
+            return os.path.realpath(os.fspath(file)) == session_file
+        except TypeError:
+            return False
+
+    def refuse(file: Any) -> None:
+        if is_session_file(file):
+            opened.append(os.fspath(file))
+            raise AssertionError(f"the session file was opened again: {file}")
 
     def counting_read(fd: int, size: int) -> bytes:
         reads.append(size)
         return real_read(fd, size)
 
+    def counting_pread(fd: int, size: int, offset: int) -> bytes:
+        reads.append(size)
+        return real_pread(fd, size, offset)
+
+    def guarded_open(file: Any, *args: Any, **kwargs: Any) -> Any:
+        refuse(file)
+        return real_open(file, *args, **kwargs)
+
+    def guarded_io_open(file: Any, *args: Any, **kwargs: Any) -> Any:
+        refuse(file)
+        return real_io_open(file, *args, **kwargs)
+
+    def guarded_os_open(path: Any, *args: Any, **kwargs: Any) -> int:
+        refuse(path)
+        return real_os_open(path, *args, **kwargs)
+
+    def guarded_path_open(self: Path, *args: Any, **kwargs: Any) -> Any:
+        refuse(self)
+        return real_path_open(self, *args, **kwargs)
+
+    def guarded_read_bytes(self: Path) -> bytes:
+        refuse(self)
+        return real_read_bytes(self)
+
+    def guarded_read_text(self: Path, *args: Any, **kwargs: Any) -> str:
+        refuse(self)
+        return real_read_text(self, *args, **kwargs)
+
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(os, "read", counting_read)
+        patch.setattr(os, "pread", counting_pread)
+        patch.setattr(builtins, "open", guarded_open)
+        patch.setattr(io, "open", guarded_io_open)
+        patch.setattr(os, "open", guarded_os_open)
+        patch.setattr(Path, "open", guarded_path_open)
+        patch.setattr(Path, "read_bytes", guarded_read_bytes)
+        patch.setattr(Path, "read_text", guarded_read_text)
+        with pytest.raises(AssertionError, match="opened again"):  # the trap works
+            store.path.read_bytes()
+        opened.clear()
         script.run("more", [[Call("read")], "done"])
     assert reads == []
+    assert opened == []
