@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
+from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from tiny_agent_core.errors import LedgerError
@@ -29,6 +30,9 @@ from tiny_agent_gui.main_window import MainWindow, Services
 from tiny_agent_gui.settings import ProviderCalls, SettingsDialog
 
 _log = logging.getLogger(__name__)
+
+ICON = Path(__file__).resolve().parent / "resources" / "tiny-agent-desktop.svg"
+"""The application icon (scalable, so it is sharp at every HiDPI scale)."""
 
 
 def make_services(client: ProviderClient) -> Services:
@@ -108,6 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     app.setApplicationName("tiny-agent desktop")
     app.setOrganizationName("tiny-agent")
     app.setDesktopFileName("tiny-agent-desktop")
+    app.setWindowIcon(QIcon(str(ICON)))
     loop = HookedQEventLoop(app)
     asyncio.set_event_loop(loop)
     try:

@@ -27,3 +27,13 @@ def test_twenty_thousand_qt_calls_do_not_abort_the_interpreter() -> None:
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "19999"
+
+
+def test_the_application_icon_renders() -> None:
+    from PySide6.QtGui import QIcon
+
+    from tiny_agent_gui.app import ICON
+
+    icon = QIcon(str(ICON))
+    assert not icon.isNull()
+    assert not icon.pixmap(64, 64).isNull()
