@@ -29,7 +29,7 @@ def test_twenty_thousand_qt_calls_do_not_abort_the_interpreter() -> None:
     assert proc.stdout.strip() == "19999"
 
 
-def test_the_application_icon_renders() -> None:
+def test_the_application_icon_renders(qapp: object) -> None:
     from PySide6.QtGui import QIcon
 
     from tiny_agent_gui.app import ICON
