@@ -1,4 +1,4 @@
-"""The settings dialog (providers and their keys, tool permissions, workspaces) and its helpers."""
+"""The settings dialog (providers and their keys, tool permissions, workspaces, price overrides) and its helpers."""
 
 from tiny_agent_gui.settings.calls import FetchModels, ProviderCalls, TestConnection
 from tiny_agent_gui.settings.dialog import SettingsDialog

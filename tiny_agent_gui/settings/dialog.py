@@ -1,4 +1,7 @@
-"""The settings dialog: Providers, Tools and Workspaces tabs; Save applies everything, Cancel nothing (SPEC §7)."""
+"""The settings dialog: Providers, Tools, Workspaces and Prices tabs; Save applies everything, Cancel nothing.
+
+SPEC §7 (settings) and §4 (price overrides).
+"""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from tiny_agent_core.settings import AppSettings
 from tiny_agent_core.tools.approval import ToolSettings
 from tiny_agent_gui.settings.calls import ProviderCalls
 from tiny_agent_gui.settings.folders import FolderChooser, choose_folder
+from tiny_agent_gui.settings.prices_page import PricesPage
 from tiny_agent_gui.settings.providers_page import ProvidersPage
 from tiny_agent_gui.settings.tools_page import ToolsPage
 from tiny_agent_gui.settings.workspaces_page import WorkspacesPage
@@ -24,11 +28,12 @@ class SettingsDialog(QDialog):
 
     Save validates, writes the settings file, stores typed keys in the keyring (only there), applies tool permission
     changes, emits :attr:`settingsSaved` and closes. A failure is shown in the dialog, which stays open.
+    Save is disabled while a cell of the Prices tab is invalid.
     ``calls`` fetches models and tests connections (:meth:`ProviderCalls.over_http` in the app, stubs in tests);
     ``chooser`` asks for folders.
     """
 
-    PROVIDERS, TOOLS, WORKSPACES = 0, 1, 2
+    PROVIDERS, TOOLS, WORKSPACES, PRICES = 0, 1, 2, 3
     """Tab indexes for :meth:`show_tab`."""
 
     settingsSaved = Signal()
@@ -54,11 +59,13 @@ class SettingsDialog(QDialog):
         self.workspaces = WorkspacesPage(settings, chooser)
         self.tools = ToolsPage(tool_settings, self.workspaces.workspaces, chooser)
         self.workspaces.changed.connect(self.tools.refresh_workspaces)
+        self.prices = PricesPage(settings)
         self.tabs = QTabWidget()
         self.tabs.setAccessibleName("Settings sections")
         self.tabs.addTab(self.providers, "&Providers")
         self.tabs.addTab(self.tools, "T&ools")
         self.tabs.addTab(self.workspaces, "&Workspaces")
+        self.tabs.addTab(self.prices, "Pr&ices")
 
         self.error_label = QLabel()
         self.error_label.setWordWrap(True)
@@ -73,6 +80,8 @@ class SettingsDialog(QDialog):
         QShortcut(QKeySequence(QKeySequence.StandardKey.Save), self).activated.connect(self.save)
         self.buttons.accepted.connect(self.save)
         self.buttons.rejected.connect(self.reject)
+        self.prices.problemChanged.connect(self._show_price_problem)
+        self._show_price_problem(self.prices.problem() or "")
 
         layout = QVBoxLayout(self)
         layout.addWidget(self.tabs, 1)
@@ -80,7 +89,7 @@ class SettingsDialog(QDialog):
         layout.addWidget(self.buttons)
 
     def show_tab(self, index: int) -> None:
-        """Select a tab (:attr:`PROVIDERS`, :attr:`TOOLS`, :attr:`WORKSPACES`)."""
+        """Select a tab (:attr:`PROVIDERS`, :attr:`TOOLS`, :attr:`WORKSPACES`, :attr:`PRICES`)."""
         self.tabs.setCurrentIndex(index)
 
     def save(self) -> bool:
@@ -94,9 +103,15 @@ class SettingsDialog(QDialog):
             staged.validate()
         except TinyAgentError as error:
             return self._fail(str(error))
+        try:
+            price_overrides = self.prices.overrides()
+        except ValueError as error:
+            self.show_tab(self.PRICES)
+            return self._fail(f"Fix the prices first: {error}")
         self.settings.profiles = staged.profiles
         self.settings.active_profile = staged.active_profile
         self.settings.workspaces = staged.workspaces
+        self.settings.price_overrides = price_overrides
         try:
             self.settings.save()
         except (TinyAgentError, OSError) as error:
@@ -118,6 +133,12 @@ class SettingsDialog(QDialog):
         """Close, stopping any fetch or connection test still running."""
         self.providers.cancel_tasks()
         super().done(result)
+
+    def _show_price_problem(self, problem: str) -> None:
+        """Save stays disabled (its tooltip says why) while a price cell is invalid."""
+        save = self.buttons.button(QDialogButtonBox.StandardButton.Save)
+        save.setEnabled(not problem)
+        save.setToolTip(f"Fix the prices first: {problem}" if problem else "")
 
     def _fail(self, message: str) -> bool:
         self.error_label.setText(message)
