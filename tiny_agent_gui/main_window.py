@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
+import shiboken6
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
@@ -450,7 +451,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         """Stop a running operation (durably), stop the session's background processes and release its lock, then
         close."""
-        if self._shut_down:
+        if self._shut_down or (self.controller.session is None and not self.controller.busy):
             super().closeEvent(event)
             return
         event.ignore()
@@ -463,4 +464,5 @@ class MainWindow(QMainWindow):
             await self.controller.wait_idle()
         await self.controller.aclose()
         self._shut_down = True
-        self.close()
+        if shiboken6.isValid(self):  # the widget may have been deleted meanwhile (e.g. by its owner)
+            self.close()

@@ -25,7 +25,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -287,7 +287,7 @@ class Agent:
                 compacted = len(source) - cut.retained
                 message = f"Compacted {compacted} messages (kept last {cut.retained})."
                 return RunResult("completed", "compaction", message)
-            return RunResult(result.outcome, "compaction", result.answer, result.error)
+            return result
         finally:
             self._leave()
 
@@ -340,7 +340,9 @@ class Agent:
         )
 
     async def _drive(self, *, live: bool) -> RunResult:
-        configuration = self._configuration(self.store.state.operation.kind)
+        kind = self.store.state.operation.kind
+        self._operation_kind: Literal["run", "compaction"] = "compaction" if kind == "compaction" else "run"
+        configuration = self._configuration(kind)
         current = current_configuration(configuration, self.workspace, list(self.tools.values()))
         while True:
             state = self.store.state
@@ -431,6 +433,7 @@ class Agent:
         return "Model output was truncated." if message and message.get("tool_calls") else None
 
     def _conclude(self, result: RunResult, operation_id: str) -> None:
+        result = replace(result, kind=self._operation_kind)
         self._last_outcome = result
         error = result.error
         self._emit(
