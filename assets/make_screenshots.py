@@ -3,7 +3,8 @@
     QT_QPA_PLATFORM=offscreen .venv/bin/python assets/make_screenshots.py   # or under xvfb-run
 
 Writes ``assets/screenshot-main.png`` (transcript with a tool call selected in the inspector),
-``assets/screenshot-costs.png`` (the cost view) and ``assets/screenshot-welcome.png`` (first run).
+``assets/screenshot-costs.png`` (the cost view), ``assets/screenshot-approval.png`` (an edit waiting for approval),
+``assets/screenshot-settings.png`` and ``assets/screenshot-welcome.png`` (first run).
 """
 
 from __future__ import annotations
@@ -30,9 +31,12 @@ from tiny_agent_core.providers.client import ProviderClient  # noqa: E402
 from tiny_agent_core.secrets import KeyStore  # noqa: E402
 from tiny_agent_core.settings import AppSettings, ProfileConfig  # noqa: E402
 from tiny_agent_core.timeline import ToolItem  # noqa: E402
-from tiny_agent_core.tools.approval import AllowListApprover, ToolSettings  # noqa: E402
+from tiny_agent_core.tools.approval import AllowListApprover, ApprovalPolicy, ToolSettings  # noqa: E402
+from tiny_agent_core.tools.registry import builtin_tools  # noqa: E402
+from tiny_agent_gui.approval_dialog import ApprovalDialog  # noqa: E402
 from tiny_agent_gui.event_loop import HookedQEventLoop  # noqa: E402
 from tiny_agent_gui.main_window import MainWindow, Services  # noqa: E402
+from tiny_agent_gui.settings import ProviderCalls, SettingsDialog  # noqa: E402
 
 OUT = ROOT / "assets"
 
@@ -136,6 +140,29 @@ async def _demo(app: QApplication) -> None:
         app.processEvents()
         window.grab().save(str(OUT / "screenshot-costs.png"))
         window.controller.close()
+
+        tool = next(t for t in builtin_tools(workspace) if t.name == "edit")
+        arguments = {"path": "greet.py", "edits": [{"oldText": 'f"Hello, {name}!"', "newText": 'f"Hi, {name}!"'}]}
+        approval = ApprovalDialog(
+            await ApprovalPolicy(ToolSettings.in_memory()).request_for(tool, arguments, call_id="call_9"), window
+        )
+        approval.resize(760, 560)
+        approval.show()
+        await asyncio.sleep(0.3)
+        app.processEvents()
+        approval.grab().save(str(OUT / "screenshot-approval.png"))
+        approval.close()
+
+        settings.update_profile(replace(settings.profiles[0], base_url=None))  # show the preset's real URL
+        dialog = SettingsDialog(
+            settings, ToolSettings.in_memory(), KeyStore(environ={}), ProviderCalls.over_http(http), window
+        )
+        dialog.resize(900, 620)
+        dialog.show()
+        await asyncio.sleep(0.3)
+        app.processEvents()
+        dialog.grab().save(str(OUT / "screenshot-settings.png"))
+        dialog.close()
 
         fresh = MainWindow(replace(services, settings=AppSettings()))
         fresh.resize(1100, 700)
