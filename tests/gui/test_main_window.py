@@ -21,6 +21,7 @@ from tiny_agent_core.secrets import KeyStore
 from tiny_agent_core.settings import AppSettings, ProfileConfig
 from tiny_agent_core.timeline import AssistantItem, ToolItem, UserItem
 from tiny_agent_core.tools.approval import ToolSettings
+from tiny_agent_core.workbench import open_session
 from tiny_agent_gui.approval_dialog import ApprovalDialog
 from tiny_agent_gui.main_window import MainWindow, Services
 
@@ -134,3 +135,21 @@ def test_keyboard_shortcuts_are_visible(qtbot: QtBot, window: MainWindow) -> Non
     assert shortcuts["Costs"] == "Ctrl+2"
     assert all(shortcuts[name] for name in ("New Session", "Open Folder…", "Settings…", "Quit"))
     assert window.transcript.accessibleName() == "Transcript"
+
+
+async def test_closing_the_window_releases_the_session(window: MainWindow) -> None:
+    app = QApplication.instance()
+    assert isinstance(app, QApplication)
+    app.setQuitOnLastWindowClosed(False)  # the test's event loop must outlive the window
+    try:
+        window.new_session()
+        session = window.controller.session
+        assert session is not None
+        path = session.store.path
+        window.close()
+        await _until(lambda: window.controller.session is None)
+        reopened = open_session(path)
+        assert not reopened.read_only  # the writer lock was released
+        reopened.store.close()
+    finally:
+        app.setQuitOnLastWindowClosed(True)
