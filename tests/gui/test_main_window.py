@@ -53,7 +53,7 @@ async def window(
     made.show()
     yield made
     await made.controller.wait_idle()
-    made.controller.close()
+    await made.controller.aclose()
     ledger.close()
     await http.aclose()
 

@@ -38,6 +38,8 @@ async def controller(server: LoopbackServer) -> AsyncIterator[SessionController]
     await made.wait_idle()
     await made.aclose()
     await http.aclose()
+    made.deleteLater()  # destroyed now, while this test's event loop runs, not by a later garbage collection
+    await asyncio.sleep(0)
 
 
 def _record(signal: Any) -> list[Any]:
