@@ -235,6 +235,15 @@ class InspectorPane(QWidget):
         if self.tabs.currentWidget() is self.raw:
             self._load_raw()
 
+    def append_live_output(self, call_id: str, text: str) -> None:
+        """Output a running tool just produced: appended to the Result section when that call is shown."""
+        item = self._item
+        if isinstance(item, ToolItem) and item.call_id == call_id and not item.finished:
+            cursor = self.result.textCursor()
+            cursor.movePosition(cursor.MoveOperation.End)
+            cursor.insertText(text)
+            self.result.ensureCursorVisible()
+
     @staticmethod
     def _arguments_text(item: ToolItem) -> str:
         pretty = (

@@ -404,6 +404,7 @@ class MainWindow(QMainWindow):
         self._update_status()
 
     def _tool_output(self, event: object) -> None:
+        self.inspector.append_live_output(str(getattr(event, "call_id", "")), str(getattr(event, "text", "")))
         lines = [line for line in str(getattr(event, "text", "")).splitlines() if line.strip()]
         if lines:
             self.statusBar().showMessage(f"{getattr(event, 'name', 'tool')}: {lines[-1][:200]}")

@@ -145,3 +145,17 @@ def test_notice_user_and_nothing(qtbot: QtBot, session: Session) -> None:
     pane.show_item(None)
     assert pane.current_item() is None
     assert pane.accessibleName() == "Inspector"
+
+
+def test_live_output_is_appended_for_the_running_call_only(qtbot: QtBot) -> None:
+    pane = InspectorPane()
+    qtbot.addWidget(pane)
+    running = ToolItem(
+        call_id="c1", name="bash", arguments_text='{"command": "make"}', arguments={"command": "make"},
+        status="running", step_id="s1", assistant_entry_id="a1", tool_index=0, tool_started_id="t1",
+    )  # fmt: skip
+    pane.show_item(running)
+    pane.append_live_output("c1", "compiling…\n")
+    pane.append_live_output("other", "not mine\n")
+    assert pane.result.toPlainText().endswith("compiling…\n")
+    assert "not mine" not in pane.result.toPlainText()

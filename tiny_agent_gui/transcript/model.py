@@ -10,6 +10,7 @@ goes away when the committed assistant message of its step arrives (or on :meth:
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from PySide6.QtCore import QAbstractListModel, QModelIndex, QObject, QPersistentModelIndex, Qt, QTimer, Signal, Slot
@@ -57,7 +58,7 @@ def argument_summary(item: ToolItem, limit: int = 80) -> str:
     if item.arguments is not None:
         parts = []
         for key, value in item.arguments.items():
-            shown = value if isinstance(value, str) else repr(value)
+            shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
             parts.append(f"{key}={shown}")
         text = ", ".join(parts)
     else:
