@@ -26,6 +26,7 @@ from tiny_agent_core.secrets import KeyStore
 from tiny_agent_core.settings import AppSettings, config_dir
 from tiny_agent_core.tools.approval import ToolSettings
 from tiny_agent_gui.event_loop import HookedQEventLoop
+from tiny_agent_gui.garbage import GuiThreadCollector
 from tiny_agent_gui.main_window import MainWindow, Services
 from tiny_agent_gui.settings import ProviderCalls, SettingsDialog
 
@@ -113,6 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     app.setOrganizationName("tiny-agent")
     app.setDesktopFileName("tiny-agent-desktop")
     app.setWindowIcon(QIcon(str(ICON)))
+    collector = GuiThreadCollector(app)
     loop = HookedQEventLoop(app)
     asyncio.set_event_loop(loop)
     try:
@@ -120,6 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()
+        collector.stop()
 
 
 if __name__ == "__main__":

@@ -3,18 +3,29 @@
 qasync's ``run_forever`` does not install the loop's async-generator hooks (``BaseEventLoop.run_forever`` does),
 so httpx streams abandoned early print "async generator ignored GeneratorExit" and ``shutdown_asyncgens`` cannot
 close them (../shared/PLATFORM.md). This subclass installs them for the duration of the loop.
+
+Its default executor (``asyncio.to_thread``: file reads and writes of the tools, diff previews) is a plain
+:class:`~concurrent.futures.ThreadPoolExecutor`, not qasync's ``QThreadExecutor``: the work never touches Qt, and
+QThread workers post ``finished`` events to the GUI thread that can outlive the loop (a crash in a later
+``processEvents`` was traced to them).
 """
 
 from __future__ import annotations
 
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import qasync
 
 
 class HookedQEventLoop(qasync.QEventLoop):  # type: ignore[misc]
-    """``qasync.QEventLoop`` whose ``run_forever`` installs the async-generator hooks."""
+    """``qasync.QEventLoop`` whose ``run_forever`` installs the async-generator hooks, with a plain thread pool as
+    its default executor."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.set_default_executor(ThreadPoolExecutor(max_workers=4, thread_name_prefix="tiny-agent-worker"))
 
     def run_forever(self) -> Any:
         """Run the Qt event loop with asyncio's async-generator hooks installed."""

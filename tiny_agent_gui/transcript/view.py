@@ -303,6 +303,12 @@ class TranscriptView(QListView):
         self.setItemDelegate(self._delegate)
         self._follow = True
         self._heights: dict[int, int] = {}
+        # Deferred scrolls go through a child timer: it dies with the view. (A bare QTimer.singleShot aimed at a
+        # bound method outlives a deleted view and crashed a later event loop turn.)
+        self._scroll_timer = QTimer(self)
+        self._scroll_timer.setSingleShot(True)
+        self._scroll_timer.setInterval(0)
+        self._scroll_timer.timeout.connect(self.scrollToBottom)
         self.setModel(model if model is not None else TranscriptModel(parent=self))
 
     def transcript_model(self) -> TranscriptModel:
@@ -327,7 +333,7 @@ class TranscriptView(QListView):
         model.rowsInserted.connect(self._rows_inserted)
         model.dataChanged.connect(self._data_changed)
         self.selectionModel().currentChanged.connect(self._current_changed)
-        QTimer.singleShot(0, self.scrollToBottom)
+        self._scroll_timer.start()
 
     def _at_bottom(self) -> bool:
         bar = self.verticalScrollBar()
@@ -338,7 +344,7 @@ class TranscriptView(QListView):
 
     def _rows_inserted(self) -> None:
         if self._follow:
-            QTimer.singleShot(0, self.scrollToBottom)
+            self._scroll_timer.start()
 
     def _data_changed(self, top_left: QModelIndex, bottom_right: QModelIndex) -> None:
         follow = self._at_bottom()
@@ -351,7 +357,7 @@ class TranscriptView(QListView):
                 self._heights[row] = height
                 self._delegate.sizeHintChanged.emit(index)
         if follow:
-            QTimer.singleShot(0, self.scrollToBottom)
+            self._scroll_timer.start()
 
     def _current_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
         if current.isValid():
