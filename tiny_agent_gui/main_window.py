@@ -136,7 +136,7 @@ class MainWindow(QMainWindow):
         self.splitter.setStretchFactor(0, 0)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setStretchFactor(2, 0)
-        self.splitter.setSizes([340, 740, 360])
+        self.splitter.setSizes([320, 700, 420])
 
         self.welcome = WelcomeView(self.services.keys.status())
         self.cost_view = CostView(self.services.ledger, load=False)
