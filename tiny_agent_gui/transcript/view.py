@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 )
 
 from tiny_agent_core.timeline import AssistantItem, CompactionItem, NoticeItem, TimelineItem, ToolItem, UserItem
+from tiny_agent_gui.cost.formatting import cost_text
 from tiny_agent_gui.transcript.model import (
     ITEM_ROLE,
     StreamingItem,
@@ -61,7 +62,7 @@ def _cost_text(item: AssistantItem) -> str:
         parts.append(f"{step.usage.prompt:,} in / {step.usage.output:,} out")
     else:
         parts.append("usage unknown")
-    parts.append(f"${step.cost}" if step.cost is not None else "cost unknown")
+    parts.append(cost_text(step.cost))
     return " · ".join(parts)
 
 
