@@ -13,6 +13,7 @@ import logging
 import sqlite3
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from PySide6.QtCore import QObject, Signal
 
 from tiny_agent_core.agent.loop import Agent, RunResult
 from tiny_agent_core.errors import RecoveryBlockedError, TinyAgentError
-from tiny_agent_core.ledger import index_session_file
+from tiny_agent_core.ledger import index_session_file, opened
 from tiny_agent_core.pricing import Overrides
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.providers.profiles import ProviderProfile
@@ -248,28 +249,45 @@ class SessionController(QObject):
         self.busy_changed.emit(True)
 
     async def _run(self, agent: Agent, work: Callable[[Agent], Coroutine[Any, Any, RunResult | None]]) -> None:
+        report: Callable[[], None] | None = None  # what to tell the window once the index is current
         try:
             result = await work(agent)
             if result is not None:
-                self.finished.emit(result)
+                report = partial(self.finished.emit, result)
         except RecoveryBlockedError as error:
-            self.recovery_blocked.emit(str(error))
+            report = partial(self.recovery_blocked.emit, str(error))
         except Exception as error:  # everything is shown; nothing is lost
             if not isinstance(error, TinyAgentError):
                 _log.exception("operation failed")
             if agent.store.state.operation.kind != "idle" and not agent.store.closed:
-                self.unfinished.emit(f"The operation stopped before it finished: {error}")
+                report = partial(self.unfinished.emit, f"The operation stopped before it finished: {error}")
             else:
-                self.failed.emit(str(error) if isinstance(error, TinyAgentError) else f"Unexpected error: {error!r}")
+                text = str(error) if isinstance(error, TinyAgentError) else f"Unexpected error: {error!r}"
+                report = partial(self.failed.emit, text)
         finally:
-            self._reindex(agent)
-            self.busy_changed.emit(False)
+            try:
+                await self._reindex(agent)
+            finally:
+                if report is not None:
+                    report()
+                self.busy_changed.emit(False)
 
-    def _reindex(self, agent: Agent) -> None:
-        """Bring the index row (title, tokens, state, search text) up to date with the session file."""
+    async def _reindex(self, agent: Agent) -> None:
+        """Bring the index row (title, tokens, state, search text) up to date with the session file.
+
+        It re-reads the whole file, so it runs in a worker thread on its own connection (WAL allows it): a long
+        session must not freeze the window after every prompt.
+        """
         if self._ledger is None or agent.store.closed:
             return
+        database = Path(self._ledger.execute("PRAGMA database_list").fetchone()[2])
+        session = agent.store.path
+
+        def index() -> None:
+            with opened(database) as conn:
+                index_session_file(conn, session)
+
         try:
-            index_session_file(self._ledger, agent.store.path)
+            await asyncio.to_thread(index)
         except (TinyAgentError, OSError) as error:
-            _log.warning("re-indexing %s failed: %s", agent.store.path, error)
+            _log.warning("re-indexing %s failed: %s", session, error)

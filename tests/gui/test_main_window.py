@@ -15,7 +15,7 @@ from pytestqt.qtbot import QtBot
 
 from tests.core.agent.conftest import text_reply, tool_reply
 from tests.loopback import LoopbackServer, Reply, sse_events
-from tiny_agent_core.ledger import connect
+from tiny_agent_core.ledger import connect, get_session
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.secrets import KeyStore
 from tiny_agent_core.settings import AppSettings, ProfileConfig
@@ -153,3 +153,19 @@ async def test_closing_the_window_releases_the_session(window: MainWindow) -> No
         reopened.store.close()
     finally:
         app.setQuitOnLastWindowClosed(True)
+
+
+async def test_the_index_is_current_when_a_run_is_reported(window: MainWindow, server: LoopbackServer) -> None:
+    titles: list[str | None] = []
+
+    def on_finished(_result: object) -> None:
+        session = window.controller.session
+        assert session is not None
+        summary = get_session(window.services.ledger, session.store.session_id)
+        titles.append(summary.title if summary is not None else None)
+
+    window.controller.finished.connect(on_finished)
+    server.queue(text_reply("indexed"))
+    window.composer.submitted.emit("a title worth indexing")
+    await _until(lambda: bool(titles))
+    assert titles == ["a title worth indexing"]
