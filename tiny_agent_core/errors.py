@@ -220,6 +220,12 @@ class AgentBusyError(AgentError):
     """An operation is already running in this agent, or the session holds an unfinished one."""
 
 
+class StepLimitError(AgentError):
+    """A run reached its limit of model steps (``Agent.max_steps``) and was stopped; a new prompt goes on."""
+
+    kind: ClassVar[str] = "step_limit"
+
+
 class RecoveryBlockedError(AgentError):
     """Crash recovery stopped: continuing could repeat or misattribute work (reference notes §5.11).
 

@@ -9,7 +9,12 @@ the reference's live loop does:
   provider's own message;
 - a blank final answer fails with ``empty_response``, and ``length`` without calls keeps the text and fails (the
   Python reference's choice, so a truncated answer is not lost);
-- tool calls pass the approval policy first; a denied call is a started tool with an error result.
+- tool calls pass the approval policy first; a denied call is a started tool with an error result;
+- a run that would start more than ``max_steps`` model steps fails with ``step_limit`` (a looping model cannot run
+  for ever).
+
+Tool output is masked (:mod:`~tiny_agent_core.redaction`: the provider key and secret-named environment values)
+and made persistable (a lone surrogate becomes U+FFFD, noted in the result) before it is committed, shown or sent.
 
 Cancel (:meth:`Agent.abort`) makes ``abortRequested`` durable first, then cancels the in-flight model stream or
 tool; a result that arrives after that is discarded (the reference's race rule) and the planner's abort branch
@@ -46,7 +51,13 @@ from tiny_agent_core.agent.events import (
     ToolOutput,
     ToolStarted,
 )
-from tiny_agent_core.errors import AgentBusyError, ProviderError, RecoveryBlockedError, TinyAgentError
+from tiny_agent_core.errors import (
+    AgentBusyError,
+    ProviderError,
+    RecoveryBlockedError,
+    StepLimitError,
+    TinyAgentError,
+)
 from tiny_agent_core.pricing import Cost, Overrides, price_request
 from tiny_agent_core.providers import client as provider_client
 from tiny_agent_core.providers.capture import RawCapture
@@ -54,6 +65,7 @@ from tiny_agent_core.providers.client import ChatCompleted, ProviderClient
 from tiny_agent_core.providers.openai_chat import NormalizedResponse
 from tiny_agent_core.providers.profiles import ProviderProfile
 from tiny_agent_core.providers.transport import Timeouts
+from tiny_agent_core.redaction import Redactor, environment_secrets
 from tiny_agent_core.session import facts
 from tiny_agent_core.session.planner import plan_recovery
 from tiny_agent_core.session.store import SessionStore
@@ -67,6 +79,12 @@ _log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 Phase = Literal["model", "tool", "compact"]
+
+DEFAULT_MAX_STEPS = 200
+"""Model steps one run may start before it fails with ``step_limit`` (a real task stays far below it)."""
+
+STEP_LIMIT = "step_limit"
+"""The error code of a run that reached its step limit."""
 
 
 class _Aborted(Exception):
@@ -155,7 +173,8 @@ class Agent:
 
     ``tools`` are offered to the model in order; ``policy`` and ``approver`` decide which calls run.
     ``on_event`` receives :mod:`~tiny_agent_core.agent.events` in order; ``record_request`` receives every
-    physical request for the ledger; ``price_overrides`` are the user's prices (see :mod:`tiny_agent_core.pricing`).
+    physical request for the ledger; ``price_overrides`` are the user's prices (see :mod:`tiny_agent_core.pricing`);
+    ``max_steps`` bounds the model steps of one run (``None``: unbounded).
     """
 
     def __init__(
@@ -174,7 +193,10 @@ class Agent:
         on_event: EventSink | None = None,
         record_request: RequestRecorder | None = None,
         price_overrides: Overrides | None = None,
+        max_steps: int | None = DEFAULT_MAX_STEPS,
     ) -> None:
+        if max_steps is not None and max_steps < 1:
+            raise ValueError("max_steps must be a positive number of steps")
         self.store = store
         self.client = client
         self.profile = profile
@@ -188,6 +210,8 @@ class Agent:
         self._on_event = on_event
         self._record_request = record_request
         self._price_overrides = price_overrides
+        self.max_steps = max_steps
+        self._redact = Redactor([api_key, *environment_secrets()])
         self._busy = False
         self._cancel = asyncio.Event()
         self._work: asyncio.Task[Any] | None = None
@@ -344,6 +368,7 @@ class Agent:
         self._operation_kind: Literal["run", "compaction"] = "compaction" if kind == "compaction" else "run"
         configuration = self._configuration(kind)
         current = current_configuration(configuration, self.workspace, list(self.tools.values()))
+        steps = 0
         while True:
             state = self.store.state
             operation = state.operation
@@ -368,6 +393,11 @@ class Agent:
             elif kind == "appendSynthetic":
                 self._append_synthetic(plan["results"])
             elif kind == "startStep":
+                if plan.get("stepId") is None and plan["stepKind"] == "assistant":
+                    steps += 1
+                    if self.max_steps is not None and steps > self.max_steps:
+                        self._fail(STEP_LIMIT, self._step_limit_message(), StepLimitError(self._step_limit_message()))
+                        continue
                 await self._model_step(
                     configuration,
                     plan["stepKind"],
@@ -386,6 +416,12 @@ class Agent:
                     raise RecoveryBlockedError(reason)
             else:  # pragma: no cover - the planner's plan union is closed
                 raise AssertionError(f"unknown plan {kind}")
+
+    def _step_limit_message(self) -> str:
+        return (
+            f"The run reached its limit of {self.max_steps} model steps and was stopped. "
+            'Send a new prompt (e.g. "continue") to go on, or raise the step limit.'
+        )
 
     def _finished_result(self) -> RunResult:
         assert self._last_outcome is not None, "every path to idle concludes the operation"
@@ -442,7 +478,7 @@ class Agent:
                 result.outcome,
                 answer=result.answer,
                 error=str(error) if error else None,
-                error_kind=error.kind if isinstance(error, ProviderError) else None,
+                error_kind=error.kind if isinstance(error, ProviderError | StepLimitError) else None,
                 retry_after=getattr(error, "retry_after", None),
                 usage=self.store.state.usage,
             )
@@ -708,13 +744,8 @@ class Agent:
             self._last_outcome = RunResult("failed", error=error)
 
     def _scrub(self, text: str) -> str:
-        """``text`` without the API key, whatever a lower layer put in it (defence in depth: it is persisted)."""
-        key = self._api_key
-        if key:
-            for form in {key, key.strip(), repr(key)[1:-1]}:
-                if form:
-                    text = text.replace(form, "[redacted]")
-        return text
+        """``text`` without any known secret, whatever a lower layer put in it (defence in depth: it is persisted)."""
+        return self._redact(text)
 
     def _price(self, response: NormalizedResponse | None) -> Cost:
         usage = response.usage if response is not None else None
@@ -836,7 +867,7 @@ class Agent:
     ) -> None:
         self._emit(ToolStarted(started_id, call_id, tool.name, dict(arguments)))
         started = time.monotonic()
-        sink = TOOL_OUTPUT.set(lambda text: self._emit(ToolOutput(call_id, tool.name, text)))
+        sink = TOOL_OUTPUT.set(lambda text: self._emit(ToolOutput(call_id, tool.name, self._redact(text))))
         try:  # the task _cancellable creates copies the context, and with it the output sink
             outcome = await self._cancellable("tool", tool.execute(arguments, cancel=self._cancel), call_id)
         except (_Aborted, ToolAborted):
@@ -857,6 +888,7 @@ class Agent:
         outcome: ToolOutcome,
         seconds: float | None,
     ) -> None:
+        content = self._redact(outcome.content)
         self.store.append(
             facts.tool_result(
                 step_id=step_id,
@@ -864,14 +896,12 @@ class Agent:
                 result_entry_id=result_id,
                 tool_call_id=call_id,
                 tool_name=name,
-                content=outcome.content,
+                content=content,
                 result=outcome.result_type,
             )
         )
         self._emit(
-            ToolFinished(
-                call_id, name, outcome.content, outcome.result_type, None if seconds is None else seconds * 1000
-            )
+            ToolFinished(call_id, name, content, outcome.result_type, None if seconds is None else seconds * 1000)
         )
 
     # -- events -----------------------------------------------------------------------------------------------

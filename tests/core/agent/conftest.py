@@ -114,8 +114,9 @@ def make_agent(
     model: str = MODEL,
     read_timeout: float = 10.0,
     api_key: str = API_KEY,
+    max_steps: int | None = None,
 ) -> Harness:
-    """An agent over ``workspace`` whose approver allows exactly ``allow``."""
+    """An agent over ``workspace`` whose approver allows exactly ``allow`` (``max_steps``: the agent's default)."""
     store = store or SessionStore.create(workspace, model=model, provider="custom")
     policy = ApprovalPolicy(ToolSettings.in_memory())
     harness = Harness(workspace, server, None, store)  # type: ignore[arg-type]
@@ -132,6 +133,7 @@ def make_agent(
         timeouts=Timeouts(connect=5, read=read_timeout),
         on_event=harness.events.append,
         record_request=harness.records.append,
+        **({} if max_steps is None else {"max_steps": max_steps}),
     )
     return harness
 

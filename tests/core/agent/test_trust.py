@@ -1,0 +1,139 @@
+"""The agent against a hostile model: secrets never persisted or sent, a looping model stopped."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.core.agent.conftest import API_KEY, make_agent, text_reply, tool_reply
+from tests.loopback import LoopbackServer
+from tiny_agent_core.agent import events
+from tiny_agent_core.agent.loop import STEP_LIMIT
+from tiny_agent_core.errors import StepLimitError
+from tiny_agent_core.providers.client import ProviderClient
+from tiny_agent_core.redaction import REDACTED, Redactor, looks_secret
+
+ENV_SECRET = "env-canary-7f3c9a1b2d4e6f80"
+
+
+def _everything_persisted_or_sent(workspace: Path, server: LoopbackServer, session: Path) -> str:
+    sent = "".join(request.body.decode("utf-8", "replace") for request in server.requests)
+    return sent + session.read_text()
+
+
+async def test_a_key_read_from_a_file_is_masked_before_it_is_persisted_or_sent(
+    workspace: Path, server: LoopbackServer, http: ProviderClient
+) -> None:
+    (workspace / "leak.txt").write_text(f"key={API_KEY}\nescaped={API_KEY!r}\n")
+    harness = make_agent(workspace, server, http)
+    server.queue(tool_reply(("r1", "read", '{"path": "leak.txt"}')), text_reply("Done."))
+    result = await harness.agent.run("read it")
+    harness.store.close()
+    assert result.outcome == "completed"
+    everything = _everything_persisted_or_sent(workspace, server, harness.store.path)
+    assert API_KEY not in everything
+    assert f"key={REDACTED}" in harness.request_messages(1)[-1]["content"]
+    finished = [e for e in harness.events if isinstance(e, events.ToolFinished)]
+    assert API_KEY not in finished[0].content
+
+
+async def test_secret_named_environment_values_are_masked_in_tool_output(
+    workspace: Path, server: LoopbackServer, http: ProviderClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MY_PROVIDER_KEY", ENV_SECRET)
+    (workspace / "env.txt").write_text(f"MY_PROVIDER_KEY={ENV_SECRET}\n")
+    harness = make_agent(workspace, server, http)
+    server.queue(tool_reply(("r1", "read", '{"path": "env.txt"}')), text_reply("Done."))
+    await harness.agent.run("read it")
+    harness.store.close()
+    assert ENV_SECRET not in _everything_persisted_or_sent(workspace, server, harness.store.path)
+
+
+async def test_bash_env_and_proc_environ_never_reach_the_model(
+    workspace: Path, server: LoopbackServer, http: ProviderClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MY_PROVIDER_KEY", ENV_SECRET)
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    harness = make_agent(workspace, server, http)
+    server.queue(
+        tool_reply(
+            ("b1", "bash", '{"command": "env"}'),
+            ("b2", "bash", '{"command": "cat /proc/$PPID/environ | tr \\"\\\\0\\" \\"\\\\n\\""}'),
+            ("b3", "bash", '{"command": "cat /proc/1/environ | tr \\"\\\\0\\" \\"\\\\n\\""}'),
+        ),
+        text_reply("Done."),
+    )
+    result = await harness.agent.run("show the environment")
+    harness.store.close()
+    assert result.outcome == "completed"
+    everything = _everything_persisted_or_sent(workspace, server, harness.store.path)
+    assert API_KEY not in everything
+    assert ENV_SECRET not in everything
+    assert os.environ["OPENAI_API_KEY"] == API_KEY  # the agent's own environment is untouched
+
+
+async def test_a_looping_model_is_stopped_at_the_step_limit(
+    workspace: Path, server: LoopbackServer, http: ProviderClient
+) -> None:
+    (workspace / "a.txt").write_text("alpha\n")
+    harness = make_agent(workspace, server, http, max_steps=3)
+    for index in range(5):
+        server.queue(tool_reply((f"c{index}", "read", '{"path": "a.txt"}')))
+    result = await harness.agent.run("loop")
+    harness.store.close()
+    assert result.outcome == "failed"
+    assert isinstance(result.error, StepLimitError)
+    assert len(server.requests) == 3
+    state = harness.reduced()
+    assert state.operation.kind == "idle"
+    failed = harness.records_of("operationFinished")[-1]
+    assert failed["outcome"] == "failed"
+    assert failed["error"]["code"] == STEP_LIMIT
+    finished = harness.events[-1]
+    assert isinstance(finished, events.RunFinished)
+    assert finished.error_kind == "step_limit"
+
+
+async def test_the_session_accepts_a_new_prompt_after_the_step_limit(
+    workspace: Path, server: LoopbackServer, http: ProviderClient
+) -> None:
+    (workspace / "a.txt").write_text("alpha\n")
+    harness = make_agent(workspace, server, http, max_steps=1)
+    server.queue(tool_reply(("c1", "read", '{"path": "a.txt"}')), text_reply("Finished."))
+    assert (await harness.agent.run("loop")).outcome == "failed"
+    result = await harness.agent.run("continue")
+    harness.store.close()
+    assert (result.outcome, result.answer) == ("completed", "Finished.")
+
+
+def test_max_steps_must_be_positive(workspace: Path, server: LoopbackServer, http: ProviderClient) -> None:
+    with pytest.raises(ValueError, match="positive"):
+        make_agent(workspace, server, http, max_steps=0)
+
+
+def test_redactor_masks_every_spelling_longest_first() -> None:
+    redact = Redactor(['sk-abc\\def"ghi', "sk-abc", None, "ab"])
+    assert redact('{"k": "sk-abc\\\\def\\"ghi"}') == '{"k": "[redacted]"}'
+    assert redact('raw sk-abc\\def"ghi and sk-abc') == "raw [redacted] and [redacted]"
+    assert redact("ab stays") == "ab stays"
+    assert "sk-abc" not in repr(redact)
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("OPENAI_API_KEY", True),
+        ("GITHUB_TOKEN", True),
+        ("aws_secret_access_key", True),
+        ("DB_PASSWORD", True),
+        ("MY_PROVIDER_KEY", True),
+        ("PATH", False),
+        ("PWD", False),
+        ("KEYBOARD_LAYOUT", False),
+        ("SSH_AUTH_SOCK", False),
+    ],
+)
+def test_secret_looking_names(name: str, secret: bool) -> None:
+    assert looks_secret(name) is secret
