@@ -34,12 +34,14 @@ from decimal import Decimal
 from typing import Any, Protocol, TypeVar
 
 from tiny_agent_core.agent.events import AgentEvent, StepFinished
+from tiny_agent_core.errors import StepLimitError
 from tiny_agent_core.ledger.requests import RequestRow, session_requests
 from tiny_agent_core.session.reducer import reduce_session
 from tiny_agent_core.session.state import SessionHeader, SessionState
 from tiny_agent_core.usage import Usage
 
 __all__ = [
+    "CONTINUE_PROMPT",
     "AssistantItem",
     "CallRef",
     "CaptureText",
@@ -54,6 +56,9 @@ __all__ = [
     "UserItem",
     "capture_text",
 ]
+
+CONTINUE_PROMPT = "Continue where you stopped."
+"""What "Continue" sends after a run stopped at its step limit."""
 
 JsonObject = dict[str, Any]
 
@@ -219,8 +224,18 @@ class NoticeItem:
 
     @property
     def retryable(self) -> bool:
-        """Whether offering "Retry" makes sense: a failed run or compaction."""
+        """Whether offering "Retry" (or "Continue") makes sense: a failed run or compaction."""
         return self.kind == "failed"
+
+    @property
+    def retry_label(self) -> str:
+        """The retry button's words: "Continue" for a run stopped at its step limit, else "Retry"."""
+        return "Continue" if self.code == StepLimitError.kind else "Retry"
+
+    @property
+    def retry_prompt(self) -> str | None:
+        """What the retry button sends: a request to go on after the step limit, else the failed prompt again."""
+        return CONTINUE_PROMPT if self.code == StepLimitError.kind else self.input_text
 
 
 TimelineItem = UserItem | AssistantItem | ToolItem | CompactionItem | NoticeItem

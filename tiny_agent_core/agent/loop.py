@@ -83,7 +83,7 @@ Phase = Literal["model", "tool", "compact"]
 DEFAULT_MAX_STEPS = 200
 """Model steps one run may start before it fails with ``step_limit`` (a real task stays far below it)."""
 
-STEP_LIMIT = "step_limit"
+STEP_LIMIT = StepLimitError.kind
 """The error code of a run that reached its step limit."""
 
 

@@ -246,7 +246,9 @@ def _tooltip(item: TimelineItem | StreamingItem) -> str | None:
     if isinstance(item, AssistantItem):
         return "Select to inspect this step (model, usage, cost, raw wire)."
     if isinstance(item, NoticeItem):
-        return "Press Enter or click Retry to run it again." if item.retryable else item.text
+        if item.retryable:
+            return f"Press Enter or click {item.retry_label} to run it again."
+        return item.text
     if isinstance(item, StreamingItem):
         return "Streaming… (Esc stops)"
     return None

@@ -124,7 +124,7 @@ class TranscriptDelegate(QStyledItemDelegate):
         return document
 
     def _retry_width(self) -> int:
-        return QFontMetrics(self._view.font()).horizontalAdvance("Retry") + 3 * PADDING
+        return QFontMetrics(self._view.font()).horizontalAdvance("Continue") + 3 * PADDING
 
     def sizeHint(self, option: QStyleOptionViewItem, index: ModelIndex) -> QSize:
         """Header plus document height for messages; one line for chips."""
@@ -188,7 +188,7 @@ class TranscriptDelegate(QStyledItemDelegate):
                 document.drawContents(painter)
                 painter.translate(-(bubble.left() + PADDING), -top)
             if isinstance(item, NoticeItem) and item.retryable:
-                self._paint_retry(painter, option, palette)
+                self._paint_retry(painter, option, palette, item.retry_label)
         if option.state & QStyle.StateFlag.State_HasFocus:
             painter.setPen(palette.color(QPalette.ColorRole.Highlight))
             painter.setBrush(Qt.BrushStyle.NoBrush)
@@ -249,14 +249,14 @@ class TranscriptDelegate(QStyledItemDelegate):
             QRect(right - tail_width, chip.top(), tail_width, chip.height()), Qt.AlignmentFlag.AlignVCenter, tail
         )
 
-    def _paint_retry(self, painter: QPainter, option: QStyleOptionViewItem, palette: QPalette) -> None:
+    def _paint_retry(self, painter: QPainter, option: QStyleOptionViewItem, palette: QPalette, label: str) -> None:
         button = self.retry_rect(option)
         painter.setPen(palette.color(QPalette.ColorRole.Mid))
         painter.setBrush(palette.color(QPalette.ColorRole.Button))
         painter.drawRoundedRect(button, 4, 4)
         painter.setPen(palette.color(QPalette.ColorRole.ButtonText))
         painter.setFont(self._view.font())
-        painter.drawText(button, Qt.AlignmentFlag.AlignCenter, "Retry")
+        painter.drawText(button, Qt.AlignmentFlag.AlignCenter, label)
 
     def editorEvent(self, event: QEvent, model: object, option: QStyleOptionViewItem, index: ModelIndex) -> bool:
         """A click on a notice's Retry button emits :attr:`retry_clicked`."""

@@ -14,6 +14,7 @@ from tiny_agent_core.agent.loop import STEP_LIMIT
 from tiny_agent_core.errors import StepLimitError
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.redaction import REDACTED, Redactor, looks_secret
+from tiny_agent_core.timeline import CONTINUE_PROMPT, NoticeItem, Timeline
 
 ENV_SECRET = "env-canary-7f3c9a1b2d4e6f80"
 
@@ -137,3 +138,18 @@ def test_redactor_masks_every_spelling_longest_first() -> None:
 )
 def test_secret_looking_names(name: str, secret: bool) -> None:
     assert looks_secret(name) is secret
+
+
+async def test_the_step_limit_notice_offers_continue(
+    workspace: Path, server: LoopbackServer, http: ProviderClient
+) -> None:
+    (workspace / "a.txt").write_text("alpha\n")
+    harness = make_agent(workspace, server, http, max_steps=1)
+    server.queue(tool_reply(("c1", "read", '{"path": "a.txt"}')))
+    await harness.agent.run("loop")
+    harness.store.close()
+    notice = Timeline.from_bytes(harness.store.path.read_bytes()).items[-1]
+    assert isinstance(notice, NoticeItem)
+    assert (notice.code, notice.retryable, notice.retry_label) == ("step_limit", True, "Continue")
+    assert notice.retry_prompt == CONTINUE_PROMPT
+    assert "limit of 1 model steps" in notice.text
