@@ -45,6 +45,7 @@ from tiny_agent_core.providers.profiles import PRESETS, ProviderProfile, custom_
 __all__ = [
     "CONFIG_DIR_ENV",
     "CUSTOM",
+    "MAX_STEPS_LIMIT",
     "SCHEMA_VERSION",
     "SETTINGS_FILE",
     "AppSettings",
@@ -60,6 +61,9 @@ SETTINGS_FILE = "settings.json"
 
 SCHEMA_VERSION = 1
 """The settings file version this app writes and the newest it reads."""
+
+MAX_STEPS_LIMIT = 100_000
+"""The largest step limit the settings accept."""
 
 CUSTOM = "custom"
 """The provider id of a profile that is not a preset (any OpenAI-compatible base URL)."""
@@ -138,6 +142,10 @@ class AppSettings:
     """Folders scanned for ``.tiny-agent/sessions/`` (absolute paths, no duplicates)."""
     price_overrides: dict[tuple[str, str], PriceOverride] = field(default_factory=dict)
     """User prices by ``(provider id, model or "*")``; pass to :func:`~tiny_agent_core.pricing.price_request`."""
+    max_steps: int | None = None
+    """Model steps one run may start before it stops and offers to continue (``None``: the agent's default)."""
+    offline_workspaces: list[str] = field(default_factory=list)
+    """Workspaces whose ``bash`` and ``bg`` commands run without network (where the sandbox can cut it)."""
     load_error: SettingsError | None = None
     """Why the file could not be used (defaults are in effect), else ``None``."""
 
@@ -214,6 +222,8 @@ class AppSettings:
                     f"{profile.key_env!r} (provider {label!r}) is not an environment variable name: use letters, "
                     "digits and underscores, not starting with a digit."
                 )
+        if self.max_steps is not None and not 1 <= self.max_steps <= MAX_STEPS_LIMIT:
+            raise SettingsError(f"The step limit must be a whole number from 1 to {MAX_STEPS_LIMIT:,}.")
 
     # -- profiles ------------------------------------------------------------------------------------------
 
@@ -284,6 +294,8 @@ class AppSettings:
             "activeProfile": self.active_profile,
             "workspaces": list(self.workspaces),
             "priceOverrides": overrides,
+            "maxSteps": self.max_steps,
+            "offlineWorkspaces": list(self.offline_workspaces),
         }
 
     @classmethod
@@ -320,7 +332,29 @@ class AppSettings:
             if folder not in workspaces:
                 workspaces.append(folder)
         overrides = _overrides_from_json(data.get("priceOverrides", {}), bad)
-        return cls(path, profiles, active, workspaces, overrides)
+        max_steps = data.get("maxSteps")
+        if max_steps is not None and (
+            not isinstance(max_steps, int) or isinstance(max_steps, bool) or not 1 <= max_steps <= MAX_STEPS_LIMIT
+        ):
+            raise bad("'maxSteps'", f"must be null or a whole number from 1 to {MAX_STEPS_LIMIT}")
+        offline: list[str] = []
+        for index, folder in enumerate(_list(data, "offlineWorkspaces", bad)):
+            if not isinstance(folder, str) or not folder:
+                raise bad(f"offlineWorkspaces[{index}]", "must be a non-empty string")
+            offline.append(folder)
+        return cls(
+            path, profiles, active, workspaces, overrides, max_steps=max_steps, offline_workspaces=sorted(set(offline))
+        )
+
+    def network_allowed(self, workspace: str | os.PathLike[str]) -> bool:
+        """Whether ``bash`` and ``bg`` may use the network in ``workspace`` (they may unless the user turned it off)."""
+        return os.path.abspath(os.fspath(workspace)) not in self.offline_workspaces
+
+    def set_network_allowed(self, workspace: str | os.PathLike[str], allowed: bool) -> None:
+        """Allow or cut the network for ``bash`` and ``bg`` in ``workspace``."""
+        path = os.path.abspath(os.fspath(workspace))
+        offline = set(self.offline_workspaces) - {path}
+        self.offline_workspaces = sorted(offline if allowed else offline | {path})
 
 
 def _profile_to_json(profile: ProfileConfig) -> dict[str, Any]:

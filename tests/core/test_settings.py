@@ -235,3 +235,31 @@ def test_save_refuses_what_the_file_could_not_hold(tmp_path: Path, profile: Prof
     settings.profiles[1] = ProfileConfig("o", "openai", "OpenAI")
     with pytest.raises(SettingsError, match="repeated"):
         settings.validate()
+
+
+def test_step_limit_and_offline_workspaces_round_trip(tmp_path: Path) -> None:
+    settings = AppSettings.load(tmp_path)
+    assert settings.max_steps is None
+    assert settings.network_allowed(tmp_path / "project")
+    settings.max_steps = 50
+    settings.set_network_allowed(tmp_path / "project", False)
+    settings.save()
+    again = AppSettings.load(tmp_path)
+    assert again.load_error is None
+    assert again.max_steps == 50
+    assert not again.network_allowed(tmp_path / "project")
+    assert again.network_allowed(tmp_path)
+    again.set_network_allowed(tmp_path / "project", True)
+    assert again.offline_workspaces == []
+
+
+@pytest.mark.parametrize("value", [0, -1, True, "10", 1.5, 100_001])
+def test_an_invalid_step_limit_is_refused(tmp_path: Path, value: Any) -> None:
+    (tmp_path / SETTINGS_FILE).write_text(json.dumps({"version": SCHEMA_VERSION, "maxSteps": value}))
+    settings = AppSettings.load(tmp_path)
+    assert isinstance(settings.load_error, SettingsFileError)
+    assert "maxSteps" in str(settings.load_error)
+    settings = AppSettings.load(tmp_path / "fresh")
+    settings.max_steps = 0
+    with pytest.raises(SettingsError, match="step limit"):
+        settings.save()
