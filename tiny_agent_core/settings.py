@@ -145,7 +145,7 @@ class AppSettings:
     max_steps: int | None = None
     """Model steps one run may start before it stops and offers to continue (``None``: the agent's default)."""
     offline_workspaces: list[str] = field(default_factory=list)
-    """Workspaces whose ``bash`` and ``bg`` commands run without network (where the sandbox can cut it)."""
+    """Workspaces (real paths) whose ``bash`` and ``bg`` commands run without network (where the sandbox can cut it)."""
     load_error: SettingsError | None = None
     """Why the file could not be used (defaults are in effect), else ``None``."""
 
@@ -348,11 +348,11 @@ class AppSettings:
 
     def network_allowed(self, workspace: str | os.PathLike[str]) -> bool:
         """Whether ``bash`` and ``bg`` may use the network in ``workspace`` (they may unless the user turned it off)."""
-        return os.path.abspath(os.fspath(workspace)) not in self.offline_workspaces
+        return os.path.realpath(os.fspath(workspace)) not in self.offline_workspaces
 
     def set_network_allowed(self, workspace: str | os.PathLike[str], allowed: bool) -> None:
         """Allow or cut the network for ``bash`` and ``bg`` in ``workspace``."""
-        path = os.path.abspath(os.fspath(workspace))
+        path = os.path.realpath(os.fspath(workspace))
         offline = set(self.offline_workspaces) - {path}
         self.offline_workspaces = sorted(offline if allowed else offline | {path})
 

@@ -11,7 +11,7 @@ import httpx
 import keyring.backend
 import pytest
 from keyring.backends import fail
-from PySide6.QtWidgets import QAbstractButton, QComboBox, QLineEdit, QListWidget, QWidget
+from PySide6.QtWidgets import QAbstractButton, QAbstractSpinBox, QComboBox, QLineEdit, QListWidget, QWidget
 from pytestqt.qtbot import QtBot
 
 from tests.core.test_secrets import MemoryKeyring, use_keyring
@@ -314,7 +314,7 @@ def test_every_control_has_an_accessible_name_and_tabs_have_mnemonics(
         widget
         for kind in (QAbstractButton, QLineEdit, QComboBox, QListWidget)
         for widget in dialog.findChildren(kind)
-        if not isinstance(widget.parent(), QComboBox)  # a combo's own line edit
+        if not isinstance(widget.parent(), QComboBox | QAbstractSpinBox)  # a combo's or spin box's own line edit
     ]
     assert controls
     unnamed = [w for w in controls if not w.accessibleName() and type(w).__name__ != "QTabBar"]
@@ -336,3 +336,32 @@ async def test_the_real_calls_list_models_over_http() -> None:
         assert message == "Connected to OpenAI: 2 models available. The model 'gpt-x' is not among them."
         with pytest.raises(AuthenticationError):
             await calls.test_connection(profile, "wrong", None)
+
+
+def test_network_per_workspace_and_the_step_limit_are_saved(qtbot: QtBot, env: Env, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    env.settings.add_workspace(project)
+    dialog = env.dialog(qtbot)
+    page = dialog.tools
+    assert page.network_check.isChecked()
+    assert page.steps_spin.value() == 200
+    if not page.network_check.isEnabled():
+        pytest.skip(f"no sandbox here, so the network cannot be cut: {page.sandbox_label.text()}")
+    page.network_check.setChecked(False)
+    page.steps_spin.setValue(40)
+    assert dialog.save()
+    reloaded = AppSettings.load(env.config)
+    assert not reloaded.network_allowed(project)
+    assert reloaded.max_steps == 40
+
+
+def test_the_tools_page_says_when_commands_are_not_sandboxed(qtbot: QtBot, tmp_path: Path) -> None:
+    from tiny_agent_core.tools.sandbox import SandboxStatus
+    from tiny_agent_gui.settings.tools_page import ToolsPage
+
+    missing = SandboxStatus(False, "bubblewrap (bwrap) is not installed")
+    page = ToolsPage(ToolSettings.load(tmp_path), lambda: [str(tmp_path)], lambda *_: None, sandbox=lambda: missing)
+    qtbot.addWidget(page)
+    assert "NOT sandboxed: bubblewrap (bwrap) is not installed" in page.sandbox_label.text()
+    assert not page.network_check.isEnabled()

@@ -57,7 +57,7 @@ class SettingsDialog(QDialog):
 
         self.providers = ProvidersPage(settings, key_store, calls)
         self.workspaces = WorkspacesPage(settings, chooser)
-        self.tools = ToolsPage(tool_settings, self.workspaces.workspaces, chooser)
+        self.tools = ToolsPage(tool_settings, self.workspaces.workspaces, chooser, settings)
         self.workspaces.changed.connect(self.tools.refresh_workspaces)
         self.prices = PricesPage(settings)
         self.tabs = QTabWidget()
@@ -112,6 +112,8 @@ class SettingsDialog(QDialog):
         self.settings.active_profile = staged.active_profile
         self.settings.workspaces = staged.workspaces
         self.settings.price_overrides = price_overrides
+        self.settings.max_steps = self.tools.max_steps()
+        self.settings.offline_workspaces = self.tools.offline_workspaces()
         try:
             self.settings.save()
         except (TinyAgentError, OSError) as error:

@@ -1,6 +1,8 @@
-"""The Tools tab: standing "always allow" permissions (visible, revocable) and the extra folders file tools may reach.
+"""The Tools tab: standing "always allow" permissions (visible, revocable), the extra folders file tools may reach,
+whether ``bash``/``bg`` may use the network per workspace (and whether they are sandboxed at all), the step limit.
 
-Changes are staged and applied to :class:`~tiny_agent_core.tools.approval.ToolSettings` by the dialog's Save.
+Permissions and folders are staged and applied to :class:`~tiny_agent_core.tools.approval.ToolSettings` by the
+dialog's Save; the network choices and the step limit are staged for :class:`~tiny_agent_core.settings.AppSettings`.
 """
 
 from __future__ import annotations
@@ -8,21 +10,43 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QListWidget, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
 
+from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS
+from tiny_agent_core.settings import MAX_STEPS_LIMIT, AppSettings
 from tiny_agent_core.tools.approval import ToolSettings
+from tiny_agent_core.tools.sandbox import SandboxStatus, sandbox_status
 from tiny_agent_gui.settings.folders import FolderChooser
 
 __all__ = ["ToolsPage"]
 
 
 class ToolsPage(QWidget):
-    """Staged revocations and allowed-root changes; ``workspaces`` gives the folders to offer."""
+    """Staged revocations, allowed-root and network changes, the step limit; ``workspaces`` gives the folders to
+    offer; ``sandbox`` says whether commands can be sandboxed here (probed once per process)."""
 
     def __init__(
-        self, tool_settings: ToolSettings, workspaces: Callable[[], list[str]], chooser: FolderChooser
+        self,
+        tool_settings: ToolSettings,
+        workspaces: Callable[[], list[str]],
+        chooser: FolderChooser,
+        settings: AppSettings | None = None,
+        sandbox: Callable[[], SandboxStatus] = sandbox_status,
     ) -> None:
         super().__init__()
+        settings = settings if settings is not None else AppSettings()
+        self._offline = set(settings.offline_workspaces)
+        self._sandbox = sandbox()
         self._tool_settings = tool_settings
         self._workspaces = workspaces
         self._chooser = chooser
@@ -56,6 +80,17 @@ class ToolsPage(QWidget):
         self.add_root_button.setAccessibleName("Add an extra folder")
         self.remove_root_button = QPushButton("R&emove folder")
         self.remove_root_button.setAccessibleName("Remove the selected extra folder")
+        self.network_check = QCheckBox("&Network for bash and bg commands in this workspace")
+        self.network_check.setAccessibleName("Network for commands in this workspace")
+        self.sandbox_label = QLabel(self._sandbox_text())
+        self.sandbox_label.setWordWrap(True)
+        self.sandbox_label.setAccessibleName("Command sandbox")
+        self.steps_spin = QSpinBox()
+        self.steps_spin.setRange(1, MAX_STEPS_LIMIT)
+        self.steps_spin.setValue(settings.max_steps or DEFAULT_MAX_STEPS)
+        self.steps_spin.setAccessibleName("Step limit per run")
+        steps_label = QLabel("Stop a run and offer to continue after this many model &steps:")
+        steps_label.setBuddy(self.steps_spin)
 
         layout = QVBoxLayout(self)
         layout.addWidget(always_label)
@@ -76,12 +111,20 @@ class ToolsPage(QWidget):
         row.addWidget(self.remove_root_button)
         row.addStretch(1)
         layout.addLayout(row)
+        layout.addWidget(self.network_check)
+        layout.addWidget(self.sandbox_label)
+        row = QHBoxLayout()
+        row.addWidget(steps_label)
+        row.addWidget(self.steps_spin)
+        row.addStretch(1)
+        layout.addLayout(row)
 
         self.revoke_button.clicked.connect(self.revoke_selected)
         self.revoke_all_button.clicked.connect(self.revoke_all)
         self.workspace_combo.currentIndexChanged.connect(lambda _: self._show_roots())
         self.add_root_button.clicked.connect(self.add_root)
         self.remove_root_button.clicked.connect(self.remove_root)
+        self.network_check.toggled.connect(self._network_toggled)
         self._show_always()
         self.refresh_workspaces()
 
@@ -161,6 +204,39 @@ class ToolsPage(QWidget):
             self.roots_list.setCurrentRow(0)
         self.add_root_button.setEnabled(bool(workspace))
         self.remove_root_button.setEnabled(self.roots_list.count() > 0)
+        self.network_check.blockSignals(True)
+        self.network_check.setChecked(not workspace or workspace not in self._offline)
+        self.network_check.blockSignals(False)
+        self.network_check.setEnabled(bool(workspace) and self._sandbox.available)
+
+    # -- commands ------------------------------------------------------------------------------------------
+
+    def offline_workspaces(self) -> list[str]:
+        """The staged workspaces whose commands run without network."""
+        return sorted(self._offline)
+
+    def max_steps(self) -> int | None:
+        """The staged step limit (``None`` when it is the agent's default)."""
+        value = self.steps_spin.value()
+        return None if value == DEFAULT_MAX_STEPS else value
+
+    def _network_toggled(self, allowed: bool) -> None:
+        workspace = self.workspace_combo.currentData()
+        if workspace:
+            self._offline.discard(workspace)
+            if not allowed:
+                self._offline.add(workspace)
+
+    def _sandbox_text(self) -> str:
+        if self._sandbox.available:
+            return (
+                "bash and bg run in a bubblewrap sandbox: only the workspace (and its extra folders) is writable, the "
+                "rest of the system is read-only, and API keys are not in their environment."
+            )
+        return (
+            f"bash and bg are NOT sandboxed: {self._sandbox.reason}. API keys are still kept out of their "
+            "environment and masked in their output, but a command can write anywhere you can."
+        )
 
     # -- save ----------------------------------------------------------------------------------------------
 
