@@ -13,11 +13,22 @@ Output over 2,000 lines or 50 KiB keeps a tail of at most 50 KiB (from a UTF-8 b
 whole captured output goes to ``<workspace>/.tiny-agent/tool-output/<uuid4>.log`` and the note
 ``\\n\\n[Showing lines S-N of N. Full output: <absolute path>]`` follows.
 
+Spilled files are created 0600 in 0700 folders without following symlinks, and writing one prunes the folder:
+files older than :data:`SPILL_MAX_AGE` go, then the oldest until at most :data:`SPILL_MAX_FILES` files and
+:data:`SPILL_MAX_BYTES` bytes remain.
+
+The child gets only the secret-free environment of :mod:`~tiny_agent_core.tools.environment`. Where bubblewrap
+works (and unless the tool is built with ``sandbox=False``) it runs in the sandbox of
+:mod:`~tiny_agent_core.tools.sandbox`: read-only system, writable workspace, its own PID namespace, and no
+network with ``network=False``; :attr:`BashTool.sandbox` says whether, and why not.
+
 The whole process group is SIGKILLed on cancel, timeout and cap, *and* after a normal exit, so a command's
 leftover background children (``sleep 1000 &``) die with it; use ``bg`` for servers. The group is killed while
 its leader is still an unreaped zombie (it is waited for with ``WNOWAIT``), so the group id cannot have been
-reused by an unrelated process. Cancelling the task (``asyncio.CancelledError``) or setting the ``cancel`` event
-kills the group at once and re-raises; either returns within milliseconds.
+reused by an unrelated process. Children that left the group (``setsid``, daemons) die too: sandboxed, with the
+PID namespace (its first process dies with ``bwrap``); unsandboxed, through
+:func:`~tiny_agent_core.tools.process_tree.kill_tree`. Cancelling the task (``asyncio.CancelledError``) or
+setting the ``cancel`` event kills them at once and re-raises; either returns within milliseconds.
 """
 
 from __future__ import annotations
@@ -28,10 +39,12 @@ import contextlib
 import math
 import os
 import signal
+import stat
 import subprocess
 import threading
+import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -46,8 +59,20 @@ from tiny_agent_core.tools.base import (
     js_number,
     required_string,
 )
+from tiny_agent_core.tools.private_files import create_private, open_private_folder
+from tiny_agent_core.tools.process_tree import become_subreaper, kill_tree
+from tiny_agent_core.tools.sandbox import Confinement, SandboxStatus
 
-__all__ = ["DEFAULT_TIMEOUT", "MAX_CAPTURE", "BashTool", "limit_output", "spill_directory"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "MAX_CAPTURE",
+    "SPILL_MAX_AGE",
+    "SPILL_MAX_BYTES",
+    "SPILL_MAX_FILES",
+    "BashTool",
+    "limit_output",
+    "spill_directory",
+]
 
 DEFAULT_TIMEOUT = 120.0
 """Seconds a command may run when the call gives no ``timeout``."""
@@ -59,6 +84,18 @@ DRAIN_GRACE = 0.5
 """Seconds to wait for the pipes to close after the group was killed (a daemon that left the group can hold
 them open forever; what was read by then is the output)."""
 
+SPILL_FOLDER = ".tiny-agent/tool-output"
+"""The spill folder, relative to the workspace."""
+
+SPILL_MAX_AGE = 7 * 24 * 3600
+"""Seconds a spilled output is kept: older ``*.log`` files are deleted when a new one is written (7 days)."""
+
+SPILL_MAX_FILES = 100
+"""Spilled outputs kept at most (the new one included); the oldest go first."""
+
+SPILL_MAX_BYTES = 200_000_000
+"""Total bytes of spilled outputs kept at most, 200 MB (the new one included); the oldest go first."""
+
 CAP_NOTE = "Bash output exceeded the 10MB safety cap; complete output was not captured."
 CAP_LABEL = "Captured output; command exceeded the 10MB safety cap"
 
@@ -67,7 +104,7 @@ Ending = Literal["exit", "timeout", "capped", "aborted"]
 
 def spill_directory(workspace: Path) -> Path:
     """Where truncated outputs are stored in full."""
-    return workspace / ".tiny-agent" / "tool-output"
+    return workspace / SPILL_FOLDER
 
 
 class BashTool(BuiltinTool):
@@ -93,10 +130,28 @@ class BashTool(BuiltinTool):
         "required": ["command"],
     }
 
-    def __init__(self, workspace: Path, *, shell: str = "/bin/sh", max_capture: int = MAX_CAPTURE) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        *,
+        shell: str = "/bin/sh",
+        max_capture: int = MAX_CAPTURE,
+        extra_env: Mapping[str, str] | None = None,
+        sandbox: bool = True,
+        network: bool = True,
+        writable_roots: Iterable[Path] = (),
+    ) -> None:
+        """``extra_env``: the workspace's configured variables; ``sandbox``/``network``: see the module docstring;
+        ``writable_roots``: further folders (the guard's allowed roots) writable inside the sandbox."""
         self.workspace = workspace
         self.shell = shell
         self.max_capture = max_capture
+        self.confinement = Confinement((workspace, *writable_roots), dict(extra_env or {}), sandbox, network)
+
+    @property
+    def sandbox(self) -> SandboxStatus:
+        """Whether this tool's commands run sandboxed, and why not."""
+        return self.confinement.status
 
     async def run(self, args: Mapping[str, Any], cancel: asyncio.Event | None) -> str:
         command = required_string(args.get("command"), "command")
@@ -113,7 +168,7 @@ class BashTool(BuiltinTool):
 
     async def execute_command(self, command: str, seconds: float, cancel: asyncio.Event | None) -> str:
         """Run ``command`` and return the model-facing text (see the module docstring)."""
-        run = _Run(self.shell, command, self.workspace, self.max_capture)
+        run = _Run([self.shell, "-c", command], self.confinement, self.workspace, self.max_capture)
         try:
             ending = await run.wait(seconds, cancel)
         except BaseException:  # cancelled: kill and go, without waiting for the pipes
@@ -184,12 +239,34 @@ async def limit_output(output: str, workspace: Path, *, complete: bool = True) -
 
 
 def _spill(workspace: Path, data: bytes) -> Path:
-    directory = spill_directory(workspace)
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{uuid.uuid4()}.log"
-    with open(path, "xb") as file:
-        file.write(data)
-    return path
+    name = f"{uuid.uuid4()}.log"
+    with open_private_folder(workspace, SPILL_FOLDER) as folder:
+        with open(create_private(folder, name), "wb") as file:
+            file.write(data)
+        _prune(folder, keep=name)
+    return spill_directory(workspace) / name
+
+
+def _prune(folder: int, *, keep: str) -> None:
+    """Delete spilled outputs past :data:`SPILL_MAX_AGE`, then the oldest past the count and size budgets."""
+    spilled: list[tuple[float, int, str]] = []
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                info = entry.stat(follow_symlinks=False)
+                if entry.name.endswith(".log") and stat.S_ISREG(info.st_mode):
+                    spilled.append((info.st_mtime, info.st_size, entry.name))
+    spilled.sort()
+    oldest_kept = time.time() - SPILL_MAX_AGE
+    count, total = len(spilled), sum(size for _, size, _ in spilled)
+    for modified, size, name in spilled:
+        if name == keep:
+            continue
+        if modified >= oldest_kept and count <= SPILL_MAX_FILES and total <= SPILL_MAX_BYTES:
+            break
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name, dir_fd=folder)
+        count, total = count - 1, total - size
 
 
 class _Capture(asyncio.Protocol):
@@ -225,20 +302,26 @@ class _Capture(asyncio.Protocol):
 class _Run:
     """One spawned command: its process, its pipes, its exit watcher."""
 
-    def __init__(self, shell: str, command: str, cwd: Path, limit: int) -> None:
+    def __init__(self, argv: list[str], confinement: Confinement, cwd: Path, limit: int) -> None:
         self._loop = asyncio.get_running_loop()
         self._capped: asyncio.Future[None] = self._loop.create_future()
         self._exited: asyncio.Future[None] = self._loop.create_future()
         self._captures = (_Capture(limit, self._capped), _Capture(limit, self._capped))
         self._transports: list[asyncio.ReadTransport] = []
         self._killed = False
+        self._token = uuid.uuid4().hex
+        self._sandboxed = confinement.status.available
+        if not self._sandboxed:
+            become_subreaper()  # so orphans that left the group stay in our tree, for kill_tree
+        spawned, environment = confinement.prepare(argv, run_token=self._token)
         self.returncode: int | None = None
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
         try:
             self._process = subprocess.Popen(
-                [shell, "-c", command],
+                spawned,
                 cwd=cwd,
+                env=environment,
                 stdin=subprocess.DEVNULL,
                 stdout=out_write,
                 stderr=err_write,
@@ -301,6 +384,8 @@ class _Run:
         self._killed = True
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._process.pid, signal.SIGKILL)
+        if not self._sandboxed:  # sandboxed, the PID namespace dies with bwrap
+            kill_tree(self._token, leader=self._process.pid)
 
     async def close(self, *, drain: bool) -> None:
         """Kill the group, reap the leader, then (with ``drain``) read what is left in the pipes, and close them.

@@ -25,6 +25,16 @@ alone. Signals always go to a group, never to a bare pid, and never to a pid or 
 the signal are separate system calls, so a pid reused in between is not excluded; Python exposes no way to signal
 a process group through a pidfd. :meth:`BgTool.close` stops the processes this tool started (call it when
 the app exits); cancelling a run does not stop them, as in the reference. POSIX only.
+
+A process gets the secret-free environment of :mod:`~tiny_agent_core.tools.environment` and, where bubblewrap
+works (unless built with ``sandbox=False``), runs in the sandbox of :mod:`~tiny_agent_core.tools.sandbox`
+(without ``--die-with-parent``: like an unsandboxed one, it outlives this program); its ``pid`` is then
+``bwrap``'s, and stopping the group ends the sandbox's PID namespace with everything in it. Unsandboxed, ``stop``
+of a process this tool started also kills its children that left the group
+(:func:`~tiny_agent_core.tools.process_tree.kill_tree`).
+
+The folder ``.tiny-agent/bg`` is 0700, its files 0600, and they are opened without following symlinks: a log
+that is a symlink, a hard link or not a regular file is refused (``logs``, ``status``) rather than read.
 """
 
 from __future__ import annotations
@@ -39,7 +49,7 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -54,6 +64,9 @@ from tiny_agent_core.tools.base import (
     optional_positive_integer,
     required_string,
 )
+from tiny_agent_core.tools.private_files import create_private, open_private_folder, open_regular
+from tiny_agent_core.tools.process_tree import become_subreaper, kill_tree
+from tiny_agent_core.tools.sandbox import Confinement, SandboxStatus
 
 __all__ = ["READ_ONLY_ACTIONS", "BgTool", "bg_directory"]
 
@@ -68,9 +81,13 @@ _GATE = 'read -r _ ; exec "$0" -c "$1" </dev/null'
 """Held until the parent has written the log header and closed stdin; then it becomes the real shell."""
 
 
+BG_FOLDER = ".tiny-agent/bg"
+"""The metadata and log folder, relative to the workspace."""
+
+
 def bg_directory(workspace: Path) -> Path:
     """Where the metadata and log files live."""
-    return workspace / ".tiny-agent" / "bg"
+    return workspace / BG_FOLDER
 
 
 def _now() -> str:
@@ -82,6 +99,17 @@ def _running(pid: int) -> bool:
         return False
     try:
         os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _group_exists(pgid: int) -> bool:
+    """Whether process group ``pgid`` (> 1) still has a member."""
+    try:
+        os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
@@ -122,18 +150,37 @@ def _kill_group(pgid: int, signum: signal.Signals) -> None:
         os.killpg(pgid, signum)
 
 
-def _tail(path: Path, lines: int) -> str:
-    """The last ``lines`` lines (at most 2,000 and 50 KiB) of a log, CRLF read as LF."""
+@contextlib.contextmanager
+def _log_file(workspace: Path, pid: str, flags: int = os.O_RDONLY) -> Iterator[int]:
+    """The log of ``pid``, a regular file of the workspace opened without following symlinks; else OSError."""
+    with open_private_folder(workspace, BG_FOLDER) as folder:
+        descriptor = open_regular(folder, f"{pid}.log", flags)
+    try:
+        yield descriptor
+    finally:
+        os.close(descriptor)
+
+
+def _tail(workspace: Path, pid: str, lines: int) -> str:
+    """The last ``lines`` lines (at most 2,000 and 50 KiB) of a log, CRLF read as LF; ``""`` when it is missing.
+
+    A log that is a symlink, a hard link or not a regular file raises ToolError: it is never read.
+    """
     count = min(lines, MAX_TOOL_LINES)
     try:
-        with path.open("rb") as file:
+        with _log_file(workspace, pid) as descriptor, os.fdopen(os.dup(descriptor), "rb") as file:
             file.seek(0, os.SEEK_END)
             size = file.tell()
             start = max(0, size - MAX_TOOL_OUTPUT)
             file.seek(start)
             data = file.read()
-    except OSError:
+    except FileNotFoundError:
         return ""
+    except OSError as error:
+        raise ToolError(
+            f"refusing to read the log of bg {pid}: {BG_FOLDER}/{pid}.log is not a regular file inside the "
+            f"workspace (a symlink or link was put there?): {error.strerror or error}"
+        ) from None
     if start > 0:  # drop the partial first line, unless the tail is one long line
         newline = data.find(b"\n")
         if 0 <= newline < len(data) - 1:
@@ -151,6 +198,8 @@ class _Owned:
 
     process: subprocess.Popen[bytes]
     meta: dict[str, Any]
+    token: str
+    """The run marker in its environment (for :func:`~tiny_agent_core.tools.process_tree.kill_tree`)."""
     stopping: bool = False
     settled: threading.Event = field(default_factory=threading.Event)
 
@@ -186,14 +235,31 @@ class BgTool(BuiltinTool):
     }
 
     def __init__(
-        self, workspace: Path, *, start_wait: float = 0.5, stop_grace: float = STOP_GRACE, shell: str = "/bin/sh"
+        self,
+        workspace: Path,
+        *,
+        start_wait: float = 0.5,
+        stop_grace: float = STOP_GRACE,
+        shell: str = "/bin/sh",
+        extra_env: Mapping[str, str] | None = None,
+        sandbox: bool = True,
+        network: bool = True,
+        writable_roots: Iterable[Path] = (),
     ) -> None:
+        """``extra_env``, ``sandbox``, ``network`` and ``writable_roots`` as for
+        :class:`~tiny_agent_core.tools.bash.BashTool`."""
         self.workspace = workspace
         self.start_wait = start_wait
         self.stop_grace = stop_grace
         self.shell = shell
+        self.confinement = Confinement((workspace, *writable_roots), dict(extra_env or {}), sandbox, network)
         self._owned: dict[str, _Owned] = {}
         self._lock = threading.Lock()
+
+    @property
+    def sandbox(self) -> SandboxStatus:
+        """Whether this tool's processes run sandboxed, and why not."""
+        return self.confinement.status
 
     # -- the tool ------------------------------------------------------------------------------------------
 
@@ -236,20 +302,17 @@ class BgTool(BuiltinTool):
 
     # -- files ---------------------------------------------------------------------------------------------
 
-    def _paths(self, pid: str) -> tuple[Path, Path]:
-        directory = bg_directory(self.workspace)
-        return directory / f"{pid}.json", directory / f"{pid}.log"
-
     def _write_meta(self, meta: Mapping[str, Any]) -> None:
-        meta_path, _ = self._paths(str(meta["id"]))
-        temporary = meta_path.with_name(f".{meta_path.name}.{uuid.uuid4().hex}.tmp")
-        temporary.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        os.replace(temporary, meta_path)
+        name = f"{meta['id']}.json"
+        temporary = f".{name}.{uuid.uuid4().hex}.tmp"
+        with open_private_folder(self.workspace, BG_FOLDER) as folder:
+            with open(create_private(folder, temporary), "w", encoding="utf-8") as file:
+                file.write(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+            os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
 
     def _read_meta(self, pid: str) -> dict[str, Any]:
-        meta_path, _ = self._paths(pid)
         try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            meta = json.loads((bg_directory(self.workspace) / f"{pid}.json").read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise ToolError(f"no background process {pid} in this workspace") from None
         except (OSError, ValueError) as error:
@@ -295,21 +358,29 @@ class BgTool(BuiltinTool):
             meta = dict(owned.meta)
         if meta.get("status") == "running":  # ended, but the watcher has not recorded it yet
             meta.update(self._exit_fields(owned.process))
-        _, log_path = self._paths(str(meta["id"]))
-        tail = await asyncio.to_thread(_tail, log_path, 80)
+        tail = await asyncio.to_thread(_tail, self.workspace, str(meta["id"]), 80)
         return f"{self._format(meta, status)}\n{tail}"
 
     def _spawn(self, command: str) -> _Owned:
-        directory = bg_directory(self.workspace)
-        directory.mkdir(parents=True, exist_ok=True)
+        with open_private_folder(self.workspace, BG_FOLDER) as folder:
+            return self._spawn_in(folder, command)
+
+    def _spawn_in(self, folder: int, command: str) -> _Owned:
         started_at = _now()
-        starting = directory / f".starting-{uuid.uuid4().hex}.log"
-        log_fd = os.open(starting, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        starting = f".starting-{uuid.uuid4().hex}.log"
+        log_fd = create_private(folder, starting, append=True)
+        token = uuid.uuid4().hex
+        if not self.confinement.status.available:
+            become_subreaper()  # so children that leave the group stay in our tree, for kill_tree on stop
+        argv, environment = self.confinement.prepare(
+            [self.shell, "-c", _GATE, self.shell, command], run_token=token, die_with_parent=False
+        )
         gate_read, gate_write = os.pipe()
         try:
             process = subprocess.Popen(
-                [self.shell, "-c", _GATE, self.shell, command],
+                argv,
                 cwd=self.workspace,
+                env=environment,
                 stdin=gate_read,
                 stdout=log_fd,
                 stderr=subprocess.STDOUT,
@@ -320,14 +391,13 @@ class BgTool(BuiltinTool):
             os.close(log_fd)
             os.close(gate_write)
             with contextlib.suppress(OSError):
-                starting.unlink()
+                os.unlink(starting, dir_fd=folder)
             raise
         finally:
             os.close(gate_read)
         pid = str(process.pid)
-        _, log_path = self._paths(pid)
         try:
-            os.replace(starting, log_path)
+            os.replace(starting, f"{pid}.log", src_dir_fd=folder, dst_dir_fd=folder)
             header = f"$ {command}\ncwd: {self.workspace}\npid: {pid}\nstarted: {started_at}\n\n"
             os.write(log_fd, header.encode("utf-8"))
             meta: dict[str, Any] = {
@@ -342,14 +412,14 @@ class BgTool(BuiltinTool):
                 "log": f".tiny-agent/bg/{pid}.log",
                 "status": "running",
             }
-            owned = _Owned(process, meta)
+            owned = _Owned(process, meta, token)
             with self._lock:
                 self._owned[pid] = owned
                 self._write_meta(meta)
         finally:
             os.close(log_fd)
             os.close(gate_write)  # opens the gate
-        threading.Thread(target=self._watch, args=(owned, log_path), name=f"bg-{pid}", daemon=True).start()
+        threading.Thread(target=self._watch, args=(owned,), name=f"bg-{pid}", daemon=True).start()
         return owned
 
     @staticmethod
@@ -363,12 +433,16 @@ class BgTool(BuiltinTool):
             return {"exitCode": None, "signal": name, "exitedAt": _now()}
         return {"exitCode": code, "signal": None, "exitedAt": _now()}
 
-    def _watch(self, owned: _Owned, log_path: Path) -> None:
+    def _watch(self, owned: _Owned) -> None:
         owned.process.wait()
         fields = self._exit_fields(owned.process)
-        with contextlib.suppress(OSError), log_path.open("a", encoding="utf-8") as log:
-            code = "" if fields["exitCode"] is None else fields["exitCode"]
-            log.write(f"\nexited: {fields['exitedAt']}\nexitCode: {code}\nsignal: {fields['signal'] or ''}\n")
+        code = "" if fields["exitCode"] is None else fields["exitCode"]
+        trailer = f"\nexited: {fields['exitedAt']}\nexitCode: {code}\nsignal: {fields['signal'] or ''}\n"
+        with (
+            contextlib.suppress(OSError),
+            _log_file(self.workspace, str(owned.process.pid), os.O_WRONLY | os.O_APPEND) as log,
+        ):
+            os.write(log, trailer.encode("utf-8"))
         with self._lock:
             owned.meta.update(status="stopped" if owned.stopping else "exited", **fields)
             with contextlib.suppress(OSError):
@@ -393,13 +467,11 @@ class BgTool(BuiltinTool):
 
     def _status(self, pid: str, tail: int) -> str:
         meta = self._read_meta(pid)
-        _, log_path = self._paths(pid)
-        return f"{self._format(meta)}\n{_tail(log_path, tail)}"
+        return f"{self._format(meta)}\n{_tail(self.workspace, pid, tail)}"
 
     def _logs(self, pid: str, tail: int) -> str:
         self._read_meta(pid)
-        _, log_path = self._paths(pid)
-        return _tail(log_path, tail) or "(no output)"
+        return _tail(self.workspace, pid, tail) or "(no output)"
 
     @staticmethod
     def _foreign_group(pid: str, meta: Mapping[str, Any]) -> int:
@@ -462,13 +534,16 @@ class BgTool(BuiltinTool):
         _kill_group(group, signal.SIGTERM)
         deadline = time.monotonic() + self.stop_grace
         while time.monotonic() < deadline:
-            if owned.settled.is_set() if owned is not None else not _running(group):
+            # our own group is waited for as a whole: sandboxed, its leader (bwrap) exits on SIGTERM at once
+            if owned.settled.is_set() and not _group_exists(group) if owned is not None else not _running(group):
                 break
             time.sleep(0.05)
         # SIGKILL whatever of the group outlived SIGTERM. A group we did not start is signalled only while its
         # leader is still provably the recorded process: once the leader is gone, its number proves nothing.
         if owned is not None or self._verify_leader(pid, meta, group) is None:
             _kill_group(group, signal.SIGKILL)
+        if owned is not None and not self.confinement.status.available:
+            kill_tree(owned.token)  # its children that left the group (sandboxed, the PID namespace took them)
         if owned is not None:
             owned.settled.wait(2.0)
             with self._lock:

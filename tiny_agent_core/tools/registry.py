@@ -45,12 +45,17 @@ def builtin_tools(
     *,
     allowed_roots: Iterable[str | os.PathLike[str]] = (),
     names: Iterable[str] | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    sandbox: bool = True,
+    network: bool = True,
 ) -> list[Tool]:
     """The built-ins for ``workspace`` (in the reference's order), optionally only those in ``names``.
 
     ``allowed_roots`` widens what the file tools may reach (the per-workspace setting
-    :meth:`~tiny_agent_core.tools.approval.ToolSettings.allowed_roots`). Unknown names raise, listing the
-    available ones.
+    :meth:`~tiny_agent_core.tools.approval.ToolSettings.allowed_roots`); they are writable inside the process
+    tools' sandbox as well. ``extra_env`` (the workspace's configured variables, secret-looking names dropped),
+    ``sandbox`` and ``network`` go to ``bash`` and ``bg`` (see :mod:`~tiny_agent_core.tools.sandbox`). Unknown
+    names raise, listing the available ones.
     """
     guard = WorkspaceGuard(workspace, allowed_roots)
     root = guard.workspace
@@ -61,24 +66,41 @@ def builtin_tools(
             raise ToolError(f"unknown tool: {', '.join(unknown)} (available: {', '.join(BUILTIN_NAMES)})")
     else:
         wanted = list(BUILTIN_NAMES)
+    process = _ProcessOptions(root, guard.roots[1:], dict(extra_env or {}), sandbox, network)
     makers: dict[str, Tool] = {}
     for name in BUILTIN_NAMES:
         if name not in wanted:
             continue
-        makers[name] = _make(name, guard, root)
+        makers[name] = _make(name, guard, process)
     return [makers[name] for name in BUILTIN_NAMES if name in makers]
 
 
-def _make(name: str, guard: WorkspaceGuard, root: Path) -> Tool:
-    if name == "bash":
-        return BashTool(root)
+@dataclass(frozen=True, slots=True)
+class _ProcessOptions:
+    """What ``bash`` and ``bg`` are built with."""
+
+    workspace: Path
+    writable_roots: tuple[Path, ...]
+    extra_env: dict[str, str]
+    sandbox: bool
+    network: bool
+
+
+def _make(name: str, guard: WorkspaceGuard, process: _ProcessOptions) -> Tool:
+    if name in ("bash", "bg"):
+        kind = BashTool if name == "bash" else BgTool
+        return kind(
+            process.workspace,
+            extra_env=process.extra_env,
+            sandbox=process.sandbox,
+            network=process.network,
+            writable_roots=process.writable_roots,
+        )
     if name == "read":
         return ReadTool(guard)
     if name == "write":
         return WriteTool(guard)
-    if name == "edit":
-        return EditTool(guard)
-    return BgTool(root)
+    return EditTool(guard)
 
 
 def tool_definition(tool: Tool) -> dict[str, Any]:

@@ -9,7 +9,8 @@ A sandboxed command runs as ``bwrap <options> -- /bin/sh -c <command>`` with:
   behind an empty folder;
 - a new PID namespace with its own ``/proc`` (``--unshare-pid --proc /proc``), so the agent's
   ``/proc/<pid>/environ`` cannot be read and killing the namespace's first process kills every process in it,
-  including those that called ``setsid`` or daemonised; ``--die-with-parent`` does that when ``bwrap`` dies;
+  including those that called ``setsid`` or daemonised; ``--die-with-parent`` does that when ``bwrap``'s
+  parent (this program) dies, for ``bash`` (``bg`` processes outlive this program, as unsandboxed ones do);
 - optionally no network (``--unshare-net``: only a private loopback);
 - only the secret-free environment of :mod:`~tiny_agent_core.tools.environment` (``bwrap`` itself is started
   with it, and ``--clearenv`` drops anything else).
@@ -30,10 +31,21 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["PROBE_TIMEOUT", "SANDBOX_TMPDIR", "SandboxStatus", "sandbox_command", "sandbox_status"]
+from tiny_agent_core.tools.environment import child_environment
+from tiny_agent_core.tools.process_tree import RUN_MARKER
+
+__all__ = [
+    "PROBE_TIMEOUT",
+    "SANDBOX_OFF",
+    "SANDBOX_TMPDIR",
+    "Confinement",
+    "SandboxStatus",
+    "sandbox_command",
+    "sandbox_status",
+]
 
 PROBE_TIMEOUT = 10.0
 """Seconds the one-time probe (``bwrap ... true``) may take before the sandbox is declared unavailable."""
@@ -59,7 +71,7 @@ SANDBOX_OFF = SandboxStatus(False, "the sandbox is turned off for this workspace
 
 
 def _base_options() -> list[str]:
-    return ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--die-with-parent"]
+    return ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid"]
 
 
 @functools.cache
@@ -72,7 +84,7 @@ def sandbox_status() -> SandboxStatus:
         return SandboxStatus(False, _INSTALL_HINT)
     try:
         result = subprocess.run(
-            [binary, *_base_options(), "--clearenv", "--", "/bin/true"],
+            [binary, *_base_options(), "--die-with-parent", "--clearenv", "--", "/bin/true"],
             stdin=subprocess.DEVNULL,
             capture_output=True,
             env={"PATH": os.defpath},
@@ -101,6 +113,7 @@ def sandbox_command(
     writable: Iterable[Path],
     env: Mapping[str, str],
     network: bool,
+    die_with_parent: bool = True,
 ) -> list[str]:
     """``argv`` wrapped in ``bwrap`` (see the module docstring); call only when :func:`sandbox_status` is available.
 
@@ -110,6 +123,8 @@ def sandbox_command(
     """
     binary = shutil.which("bwrap") or "bwrap"
     options = [binary, *_base_options(), "--tmpfs", "/tmp"]
+    if die_with_parent:
+        options.append("--die-with-parent")
     runtime = _runtime_folder()
     if runtime is not None:
         options += ["--tmpfs", str(runtime)]
@@ -129,3 +144,40 @@ def _runtime_folder() -> Path | None:
     candidate = os.environ.get("XDG_RUNTIME_DIR") or f"/run/user/{os.getuid()}"
     path = Path(os.path.realpath(candidate))
     return path if path.is_absolute() and path.is_dir() and path != Path("/") else None
+
+
+@dataclass(frozen=True, slots=True)
+class Confinement:
+    """How a process tool starts its commands: the environment, the sandbox and the network of one workspace."""
+
+    writable: tuple[Path, ...]
+    """The workspace first, then the guard's other allowed roots: writable inside the sandbox."""
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+    """Variables the user configured for the workspace (secret-looking names are dropped)."""
+    sandboxed: bool = True
+    """``False`` turns the sandbox off (commands run as plain children)."""
+    network: bool = True
+    """``False`` gives sandboxed commands no network (only their own loopback); unsandboxed ones are not limited."""
+
+    @property
+    def status(self) -> SandboxStatus:
+        """Whether commands run sandboxed, and why not."""
+        return sandbox_status() if self.sandboxed else SANDBOX_OFF
+
+    def prepare(
+        self, argv: Sequence[str], *, run_token: str, die_with_parent: bool = True
+    ) -> tuple[list[str], dict[str, str]]:
+        """The argv and environment to spawn ``argv`` with.
+
+        Sandboxed, the argv is ``bwrap ... -- argv``; otherwise ``argv`` itself, with ``run_token`` in the
+        environment for :func:`~tiny_agent_core.tools.process_tree.kill_tree`.
+        """
+        environment = child_environment(self.extra_env)
+        if self.status.available:
+            environment["TMPDIR"] = SANDBOX_TMPDIR
+            wrapped = sandbox_command(
+                argv, writable=self.writable, env=environment, network=self.network, die_with_parent=die_with_parent
+            )
+            return wrapped, environment
+        environment[RUN_MARKER] = run_token
+        return list(argv), environment

@@ -1,4 +1,5 @@
-"""bash: its outputs, bounds and process-group handling (runaway output, forked sleepers, cancel, timeout)."""
+"""bash, unsandboxed: its outputs, bounds and process-group handling (runaway output, forked sleepers, cancel,
+timeout). The sandboxed runs are in test_bash_sandbox.py."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def reap_orphans() -> Iterator[None]:
 
 
 async def run(tmp_path: Path, command: str, **args: object) -> str:
-    outcome = await BashTool(tmp_path).execute({"command": command, **args})
+    outcome = await BashTool(tmp_path, sandbox=False).execute({"command": command, **args})
     assert not outcome.is_error, outcome.content
     return outcome.content
 
@@ -42,13 +43,13 @@ async def test_signal_death_is_reported(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("value", [0, -1, "5", True, float("inf"), float("nan")])
 async def test_timeout_must_be_positive(value: object, tmp_path: Path) -> None:
-    outcome = await BashTool(tmp_path).execute({"command": "true", "timeout": value})
+    outcome = await BashTool(tmp_path, sandbox=False).execute({"command": "true", "timeout": value})
     assert outcome.is_error
     assert outcome.content == "Error: timeout must be a positive number of seconds"
 
 
 async def test_command_must_be_a_nonempty_string(tmp_path: Path) -> None:
-    outcome = await BashTool(tmp_path).execute({"command": ""})
+    outcome = await BashTool(tmp_path, sandbox=False).execute({"command": ""})
     assert outcome.content == "Error: command must be a nonempty string"
 
 
@@ -85,7 +86,7 @@ async def test_timeout_kills_the_group(tmp_path: Path) -> None:
 
 async def test_runaway_output_is_capped_and_killed(tmp_path: Path) -> None:
     started = time.monotonic()
-    text = await BashTool(tmp_path, max_capture=2_000_000).execute_command("echo $$ > pgid; sleep 1000 & yes", 30, None)
+    text = await BashTool(tmp_path, sandbox=False, max_capture=2_000_000).execute_command("echo $$ > pgid; sleep 1000 & yes", 30, None)
     assert time.monotonic() - started < 10
     tail, note = text.rsplit("\n\n", 1)
     assert tail.endswith(CAP_NOTE)
@@ -104,7 +105,7 @@ async def test_runaway_output_at_the_real_cap(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("command", ["yes > /dev/null", "sleep 1000 & sleep 1000", "while :; do echo y; done"])
 async def test_cancel_is_prompt_and_kills_the_group(command: str, tmp_path: Path) -> None:
-    task = asyncio.create_task(BashTool(tmp_path).execute({"command": f"echo $$ > pgid; {command}"}))
+    task = asyncio.create_task(BashTool(tmp_path, sandbox=False).execute({"command": f"echo $$ > pgid; {command}"}))
     pgid = int(await wait_for_file(tmp_path / "pgid"))
     await asyncio.sleep(0.1)
     assert live_members(pgid)
@@ -119,7 +120,7 @@ async def test_cancel_is_prompt_and_kills_the_group(command: str, tmp_path: Path
 async def test_cancel_event_aborts(tmp_path: Path) -> None:
     cancel = asyncio.Event()
     task = asyncio.create_task(
-        BashTool(tmp_path).execute({"command": "echo $$ > pgid; sleep 1000 & sleep 1000"}, cancel=cancel)
+        BashTool(tmp_path, sandbox=False).execute({"command": "echo $$ > pgid; sleep 1000 & sleep 1000"}, cancel=cancel)
     )
     pgid = int(await wait_for_file(tmp_path / "pgid"))
     started = time.monotonic()
@@ -134,7 +135,7 @@ async def test_cancel_event_already_set(tmp_path: Path) -> None:
     cancel = asyncio.Event()
     cancel.set()
     with pytest.raises(ToolAborted):
-        await BashTool(tmp_path).execute({"command": "touch ran"}, cancel=cancel)
+        await BashTool(tmp_path, sandbox=False).execute({"command": "touch ran"}, cancel=cancel)
     assert not (tmp_path / "ran").exists()
 
 
@@ -152,5 +153,5 @@ async def test_escaped_daemon_does_not_hang_the_call(tmp_path: Path) -> None:
 async def test_cap_passed_by_a_command_that_exits_at_once(tmp_path: Path) -> None:
     # stderr is written before stdout passes the cap: the group is killed at the cap, so anything the shell would
     # write after it may never be written (that ordering made this test flaky under load).
-    text = await BashTool(tmp_path, max_capture=1000).execute_command("echo done >&2; printf '%02000d' 0", 5, None)
+    text = await BashTool(tmp_path, sandbox=False, max_capture=1000).execute_command("echo done >&2; printf '%02000d' 0", 5, None)
     assert text == "0" * 1000 + "done\n\n\n" + CAP_NOTE

@@ -28,7 +28,7 @@ def reap_orphans() -> Iterator[None]:
 
 @pytest.fixture
 async def bg(tmp_path: Path) -> AsyncIterator[BgTool]:
-    tool = BgTool(real(tmp_path), start_wait=0.2)
+    tool = BgTool(real(tmp_path), sandbox=False, start_wait=0.2)
     yield tool
     await tool.close()
 
@@ -132,7 +132,7 @@ async def test_stop_kills_the_whole_group_even_when_term_is_ignored(bg: BgTool, 
 
 
 async def test_close_stops_what_the_tool_started(tmp_path: Path) -> None:
-    tool = BgTool(real(tmp_path), start_wait=0.05)
+    tool = BgTool(real(tmp_path), sandbox=False, start_wait=0.05)
     pid = json.loads(await call(tool, action="start", command="sleep 1000"))["id"]
     await tool.close()
     assert json.loads((tmp_path / ".tiny-agent" / "bg" / f"{pid}.json").read_text())["status"] == "stopped"
@@ -141,7 +141,7 @@ async def test_close_stops_what_the_tool_started(tmp_path: Path) -> None:
 
 async def test_process_from_an_earlier_run_is_seen_and_stopped(bg: BgTool, tmp_path: Path) -> None:
     pid = json.loads(await call(bg, action="start", command="sleep 1000"))["id"]
-    later = BgTool(real(tmp_path))  # as after a restart: it did not start the process
+    later = BgTool(real(tmp_path), sandbox=False)  # as after a restart: it did not start the process
     assert json.loads(await call(later, action="list"))[0]["id"] == pid
     assert json.loads(await call(later, action="stop", id=pid))["status"] == "stopped"
     await assert_group_gone(int(pid))
@@ -150,7 +150,7 @@ async def test_process_from_an_earlier_run_is_seen_and_stopped(bg: BgTool, tmp_p
 async def test_stale_pid_is_never_signalled(bg: BgTool, tmp_path: Path) -> None:
     pid = json.loads(await call(bg, action="start", command="sleep 1000"))["id"]
     meta_path = tmp_path / ".tiny-agent" / "bg" / f"{pid}.json"
-    later = BgTool(real(tmp_path))
+    later = BgTool(real(tmp_path), sandbox=False)
     meta = json.loads(meta_path.read_text())
     meta["processStartedAt"] = "Thu Jan  1 00:00:00 1970"
     meta_path.write_text(json.dumps(meta))
@@ -172,7 +172,7 @@ async def test_errors(bg: BgTool, tmp_path: Path) -> None:
 
     other = tmp_path / "other"
     other.mkdir()
-    foreign = BgTool(other.resolve(), start_wait=0.05)
+    foreign = BgTool(other.resolve(), sandbox=False, start_wait=0.05)
     pid = json.loads((await call(foreign, action="start", command="true")).split("\n", 1)[0])["id"]
     (tmp_path / ".tiny-agent" / "bg").mkdir(parents=True, exist_ok=True)
     for suffix in (".json", ".log"):
@@ -326,7 +326,7 @@ async def test_foreign_process_with_another_start_time_is_not_signalled(
 async def test_foreign_process_that_checks_out_gets_term_then_kill_on_its_group(
     tmp_path: Path, spawn: Callable[..., subprocess.Popen[bytes]], signals: Calls
 ) -> None:
-    tool = BgTool(real(tmp_path), stop_grace=0.1)
+    tool = BgTool(real(tmp_path), sandbox=False, stop_grace=0.1)
     leader = spawn()
     forge(tmp_path, leader.pid)
     stopped = json.loads(await call(tool, action="stop", id=str(leader.pid)))
