@@ -888,7 +888,10 @@ class Agent:
         outcome: ToolOutcome,
         seconds: float | None,
     ) -> None:
-        content = self._redact(outcome.content)
+        content, replaced = facts.make_persistable(self._redact(outcome.content))
+        if replaced:
+            _log.warning("tool %s returned %d invalid character(s); replaced with U+FFFD", name, replaced)
+            content += f"\n\n[{replaced} character(s) that are not valid Unicode were replaced with \ufffd.]"
         self.store.append(
             facts.tool_result(
                 step_id=step_id,

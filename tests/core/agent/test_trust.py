@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +18,8 @@ from tiny_agent_core.errors import StepLimitError
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.redaction import REDACTED, Redactor, looks_secret
 from tiny_agent_core.timeline import CONTINUE_PROMPT, NoticeItem, Timeline
+from tiny_agent_core.tools.base import BuiltinTool
+from tiny_agent_core.tools.registry import ToolSet
 
 ENV_SECRET = "env-canary-7f3c9a1b2d4e6f80"
 
@@ -153,3 +158,30 @@ async def test_the_step_limit_notice_offers_continue(
     assert (notice.code, notice.retryable, notice.retry_label) == ("step_limit", True, "Continue")
     assert notice.retry_prompt == CONTINUE_PROMPT
     assert "limit of 1 model steps" in notice.text
+
+
+class _Mojibake(BuiltinTool):
+    """A tool whose output holds a lone surrogate (as a file name decoded with ``surrogateescape`` would)."""
+
+    name = "mojibake"
+    description = "Returns text that is not valid Unicode."
+    parameters: Mapping[str, Any] = {"type": "object", "properties": {}}
+
+    async def run(self, args: Mapping[str, Any], cancel: asyncio.Event | None) -> str:
+        return "name-\udcff.txt and a half pair \ud800"
+
+
+async def test_a_tool_result_that_is_not_valid_unicode_never_jams_the_session(
+    workspace: Path, server: LoopbackServer, http: ProviderClient
+) -> None:
+    harness = make_agent(workspace, server, http, allow=("mojibake",))
+    harness.agent.tools = ToolSet([_Mojibake()])
+    server.queue(tool_reply(("m1", "mojibake", "{}")), text_reply("Listed."), text_reply("Still usable."))
+    assert (await harness.agent.run("list")).outcome == "completed"
+    assert (await harness.agent.run("again")).answer == "Still usable."
+    harness.store.close()
+    state = harness.reduced()
+    assert state.operation.kind == "idle"
+    result = next(m["content"] for m in state.transcript if m["role"] == "tool")
+    assert result.startswith("name-\ufffd.txt and a half pair \ufffd")
+    assert "2 character(s) that are not valid Unicode were replaced" in result
