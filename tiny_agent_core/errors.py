@@ -7,7 +7,8 @@ show ``str(error)``, which is always a sentence a user can act on::
     ├── TranscriptError            a role invariant of the canonical transcript would break
     ├── ProviderError              anything a provider sent (or failed to send); ``kind`` names the class
     │   ├── MalformedResponseError     framing, JSON or shape the seam cannot accept        kind "malformed"
-    │   │   └── InvalidAssistantMessage    the normalization seam rejected the message
+    │   │   ├── InvalidAssistantMessage    the normalization seam rejected the message
+    │   │   └── ResponseTooLargeError      the response exceeded a size limit (``limit``); it was not read further
     │   ├── ContentFilteredError       the provider filtered or refused the output          kind "content_filter"
     │   ├── ProviderReportedError      an ``error`` object / ``finish_reason: error`` in 2xx kind "provider_error"
     │   ├── ProviderHTTPError          HTTP status >= 400                                     kind "http_error"
@@ -17,7 +18,7 @@ show ``str(error)``, which is always a sentence a user can act on::
     │   │   ├── RateLimitError             408 / 429 (``retry_after`` when known)
     │   │   └── ServerError                5xx
     │   ├── ProviderConfigurationError the request cannot be built (e.g. a key HTTP cannot carry) kind "configuration"
-    │   ├── ProviderTimeoutError       connect or read timeout                                kind "timeout"
+    │   ├── ProviderTimeoutError       connect, read or whole-request timeout                 kind "timeout"
     │   └── ProviderConnectionError    refused, reset, or closed before the response completed kind "connection"
     ├── SessionError               the session store or its files
     │   ├── SessionCorruption          the strict reducer rejected the bytes (reference code, line, seq)
@@ -86,6 +87,18 @@ class InvalidAssistantMessage(MalformedResponseError):
     """The normalization seam rejected the provider's assistant message (reference notes §2)."""
 
 
+class ResponseTooLargeError(MalformedResponseError):
+    """The response exceeded one of the adapter's size limits and was refused without being read further.
+
+    ``limit`` is the limit that was exceeded (bytes, or tool calls per message). No real provider response comes
+    near the defaults: it is a broken or hostile server, or a base URL that does not point at a Chat Completions API.
+    """
+
+    def __init__(self, message: str, *, limit: int, usage: Usage | None = None) -> None:
+        super().__init__(message, usage=usage)
+        self.limit = limit
+
+
 class ContentFilteredError(ProviderError):
     """The provider filtered the prompt or the output, or the model refused."""
 
@@ -148,7 +161,7 @@ class ProviderConfigurationError(ProviderError):
 
 
 class ProviderTimeoutError(ProviderError):
-    """The provider did not connect or stopped sending within the timeout."""
+    """The provider did not connect, stopped sending, or did not finish within the request's deadline."""
 
     kind: ClassVar[str] = "timeout"
 

@@ -12,11 +12,16 @@ Always close a stream you stop reading early — ``async with client.stream_chat
 :func:`contextlib.aclosing`) — so the HTTP response is closed at once, not whenever the garbage collector runs.
 Cancelling the task that iterates closes the response promptly too. After the stream ends (result, failure or
 cancellation) ``stream.capture`` holds the raw wire record. Nothing is retried automatically.
+
+Every request is bounded: each wait by :class:`Timeouts` (``read`` between bytes, ``total`` for the whole
+request, so a trickling server cannot hold a run open), and every body by :class:`Limits` (bytes are counted as
+they arrive, so a broken or hostile server cannot make the app buffer more than the limit).
 """
 
 from __future__ import annotations
 
 import asyncio
+import codecs
 import json
 import time
 import warnings
@@ -31,6 +36,8 @@ from httpx_sse import EventSource, SSEError
 from tiny_agent_core.errors import MalformedResponseError, ProviderError, ProviderHTTPError
 from tiny_agent_core.providers.capture import DEFAULT_CAPTURE_LIMIT, CaptureRecorder, RawCapture, scrub
 from tiny_agent_core.providers.openai_chat import (
+    DEFAULT_LIMITS,
+    Limits,
     NormalizedResponse,
     StreamAccumulator,
     StreamDelta,
@@ -41,12 +48,21 @@ from tiny_agent_core.providers.openai_chat import (
     normalize_response_body,
 )
 from tiny_agent_core.providers.profiles import ProviderProfile
-from tiny_agent_core.providers.transport import Timeouts, translate_transport_errors
+from tiny_agent_core.providers.transport import (
+    Deadline,
+    StreamGuard,
+    Timeouts,
+    body_too_large,
+    describe_size,
+    read_body,
+    translate_transport_errors,
+)
 
 __all__ = [
     "ChatCompleted",
     "ChatEvent",
     "ChatStream",
+    "Limits",
     "ProviderClient",
     "TextDelta",
     "Timeouts",
@@ -124,35 +140,51 @@ def error_summary(error: ProviderError) -> dict[str, Any]:
 class _TappedResponse:
     """What :class:`httpx_sse.EventSource` reads: the response's text, copied into the capture as it passes.
 
-    The content type is presented as ``text/event-stream`` (the caller has already decided this body is SSE).
+    The bytes are checked by a :class:`StreamGuard` before they are decoded (so before httpx-sse assembles a line),
+    and each read waits no longer than the request's deadline. The content type is presented as
+    ``text/event-stream`` (the caller has already decided this body is SSE).
     """
 
-    def __init__(self, response: httpx.Response, recorder: CaptureRecorder) -> None:
+    def __init__(
+        self, response: httpx.Response, recorder: CaptureRecorder, guard: StreamGuard, deadline: Deadline
+    ) -> None:
         self._response = response
         self._recorder = recorder
+        self._guard = guard
+        self._deadline = deadline
         self.headers = httpx.Headers(response.headers)
         self.headers["content-type"] = "text/event-stream"
-        self._texts: AsyncIterator[str] | None = None
+        self._decoder = codecs.getincrementaldecoder(response.encoding or "utf-8")(errors="replace")
+        self._chunks: AsyncGenerator[bytes, None] | None = None
 
     def aiter_text(self) -> AsyncIterator[str]:
-        self._texts = self._response.aiter_text()
+        self._chunks = cast(AsyncGenerator[bytes, None], self._response.aiter_bytes())
         return self
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self
 
     async def __anext__(self) -> str:
-        assert self._texts is not None
-        text = await self._texts.__anext__()
-        self._recorder.body_text(text)
-        return text
+        while self._chunks is not None:
+            try:
+                chunk = await self._deadline.within(anext(self._chunks))
+            except StopAsyncIteration:
+                self._chunks = None
+                text = self._decoder.decode(b"", final=True)
+            else:
+                self._guard.check(chunk)
+                text = self._decoder.decode(chunk)
+            if text:
+                self._recorder.body_text(text)
+                return text
+        raise StopAsyncIteration
 
     async def aclose(self) -> None:
-        """Close httpx's text iterator (an async generator) now rather than at garbage collection."""
-        texts = self._texts
-        self._texts = None
-        if texts is not None:
-            await cast(AsyncGenerator[str, None], texts).aclose()
+        """Close httpx's byte iterator (an async generator) now rather than at garbage collection."""
+        chunks = self._chunks
+        self._chunks = None
+        if chunks is not None:
+            await chunks.aclose()
 
 
 def _deltas_of(result: NormalizedResponse) -> list[StreamDelta]:
@@ -183,12 +215,14 @@ class ChatStream:
         api_key: str | None,
         timeouts: Timeouts,
         capture_limit: int,
+        limits: Limits = DEFAULT_LIMITS,
     ) -> None:
         self._http = http
         self.profile = profile
         self._body = body
         self._api_key = api_key or None
         self.timeouts = timeouts
+        self.limits = limits
         self._capture_limit = capture_limit
         self.capture: RawCapture | None = None
         """The raw wire record, once the request has ended (success, failure or cancellation)."""
@@ -253,20 +287,31 @@ class ChatStream:
             secret=self._api_key,
             limit=self._capture_limit,
         )
+        limits = self.limits
         try:
             with translate_transport_errors(profile.base_url, self.timeouts):
-                async with self._http.stream(
+                deadline = Deadline(profile.base_url, self.timeouts.total)
+                request = self._http.build_request(
                     "POST", profile.chat_url, content=payload, headers=headers, timeout=self.timeouts.to_httpx()
-                ) as response:
+                )
+                response = await deadline.within(self._http.send(request, stream=True))
+                try:
                     recorder.response_started(response.status_code, response.headers)
                     if response.status_code >= 400:
-                        body = await response.aread()
+                        body, complete = await read_body(response, limits.response_bytes, deadline)
                         recorder.body_text(body.decode("utf-8", errors="replace"))
-                        raise http_error(response.status_code, body, response.headers)
+                        error = http_error(response.status_code, body, response.headers)
+                        if not complete:
+                            cut = describe_size(limits.response_bytes)
+                            error.args = (f"{error} (The error body is larger than {cut}; only that much was read.)",)
+                        raise error
                     content_type = response.headers.get("content-type", "").lower()
                     if streaming and "json" not in content_type:
-                        accumulator = StreamAccumulator()
-                        tapped = _TappedResponse(response, recorder)
+                        accumulator = StreamAccumulator(limits=limits)
+                        guard = StreamGuard(
+                            profile.base_url, event_limit=limits.sse_event_bytes, total_limit=limits.stream_bytes
+                        )
+                        tapped = _TappedResponse(response, recorder, guard, deadline)
                         events = EventSource(cast(httpx.Response, tapped)).aiter_sse()
                         checkpoint = time.perf_counter()
                         try:
@@ -291,13 +336,17 @@ class ChatStream:
                         result = accumulator.finish()
                     else:
                         # A JSON body: streaming is off, or the server answered a stream request with JSON.
-                        body = await response.aread()
+                        body, complete = await read_body(response, limits.response_bytes, deadline)
                         recorder.body_text(body.decode("utf-8", errors="replace"))
-                        result = normalize_response_body(body)
+                        if not complete:
+                            raise body_too_large(profile.base_url, limits.response_bytes)
+                        result = normalize_response_body(body, limits=limits)
                         for delta in _deltas_of(result):
                             if not isinstance(delta, UsageReported):
                                 recorder.first_token()
                             yield delta
+                finally:
+                    await response.aclose()
         except ProviderError as error:
             self._ended = True
             self._scrub_error(error)
@@ -323,10 +372,18 @@ class ProviderClient:
     ``async with``) closes an owned client.
     """
 
-    def __init__(self, http: httpx.AsyncClient | None = None, *, capture_limit: int = DEFAULT_CAPTURE_LIMIT) -> None:
+    def __init__(
+        self,
+        http: httpx.AsyncClient | None = None,
+        *,
+        capture_limit: int = DEFAULT_CAPTURE_LIMIT,
+        limits: Limits = DEFAULT_LIMITS,
+    ) -> None:
         self._owns_http = http is None
         self.http = http if http is not None else httpx.AsyncClient(timeout=Timeouts().to_httpx())
         self.capture_limit = capture_limit
+        self.limits = limits
+        """The size limits every request of this client applies (see :class:`Limits`)."""
 
     async def aclose(self) -> None:
         """Close the HTTP client if this object created it."""
@@ -361,6 +418,7 @@ class ProviderClient:
             api_key=api_key,
             timeouts=timeouts or Timeouts(),
             capture_limit=self.capture_limit,
+            limits=self.limits,
         )
 
     async def complete(

@@ -25,6 +25,11 @@ Dialect repairs (:data:`REPAIRS`):
 - ``missing_done_marker``: a stream that ended cleanly after a ``finish_reason`` but without ``data: [DONE]``.
 - ``usage_input_clamped``: cache reads plus writes exceed ``prompt_tokens`` (OpenRouter→Gemini reports the same
   tokens as both); uncached input is clamped to 0 as the reference does, and the inconsistency is visible.
+
+Limits (:class:`Limits`, each default a module constant): a broken or hostile provider cannot make the app hold
+more than a bounded amount of memory or parse unbounded JSON. A response over a limit is refused with
+:class:`~tiny_agent_core.errors.ResponseTooLargeError` (kind ``malformed``); JSON nested deeper than
+:data:`MAX_JSON_DEPTH` or with more than :data:`MAX_JSON_VALUES` values is malformed before it is parsed.
 """
 
 from __future__ import annotations
@@ -53,9 +58,11 @@ from tiny_agent_core.errors import (
     ProviderHTTPError,
     ProviderReportedError,
     RateLimitError,
+    ResponseTooLargeError,
     ServerError,
 )
 from tiny_agent_core.messages import AssistantMessage
+from tiny_agent_core.providers.transport import describe_size
 from tiny_agent_core.seam import ASSISTANT_KEYS, FUNCTION_KEYS, TOOL_CALL_KEYS, normalize_assistant_message
 from tiny_agent_core.stop_reasons import StopReason, stop_reason
 from tiny_agent_core.usage import MAX_SAFE_INTEGER, Usage
@@ -75,6 +82,54 @@ REPAIRS = (
 """Every dialect repair this adapter may apply, by name."""
 
 _NON_CONTENT_PARTS = frozenset({"reasoning", "thinking", "redacted_thinking"})
+
+_MIB = 1024 * 1024
+
+MAX_RESPONSE_BYTES = 32 * _MIB
+"""The largest response body read without streaming (a JSON answer, an HTTP error body, a model list). A real
+answer is at most a few MiB (a long answer with several large tool calls). An error body over it is cut at it."""
+MAX_STREAM_BYTES = 256 * _MIB
+"""The largest streamed (SSE) response. Streams carry ~200–500 bytes of framing per token, so even a 128k-token
+reasoning answer stays far below it."""
+MAX_SSE_EVENT_BYTES = 16 * _MIB
+"""The largest single SSE event, and so the longest line, enforced on the bytes before any line is assembled. A
+real event carries one small delta (a few hundred bytes); a tool call sent in one piece is bounded by
+:data:`MAX_TOOL_CALL_ARGUMENT_BYTES`."""
+MAX_MESSAGE_BYTES = 32 * _MIB
+"""The largest assistant message (text, refusal and tool-call arguments together, in UTF-8 bytes), streamed or not:
+about 8 million tokens, far beyond any model's output limit."""
+MAX_TOOL_CALLS = 128
+"""The most tool calls one assistant message may carry (models make a handful; OpenAI allows 128 tools)."""
+MAX_TOOL_CALL_ARGUMENT_BYTES = 4 * _MIB
+"""The largest arguments of one tool call (UTF-8 bytes): a whole file written in one call fits easily."""
+MAX_JSON_DEPTH = 128
+"""The deepest nesting of arrays and objects accepted in any provider JSON (responses nest fewer than 10 levels);
+checked before parsing, so a hostile body cannot exhaust the parser's recursion."""
+MAX_JSON_VALUES = 1_000_000
+"""The most arrays, objects and list/object members in one provider JSON document (a response has a few dozen),
+checked before parsing: a 32 MiB body of ``[{},{},…]`` would otherwise become ~800 MB of Python objects."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The size limits applied to one response; the defaults are the module constants, far above real traffic."""
+
+    response_bytes: int = MAX_RESPONSE_BYTES
+    """See :data:`MAX_RESPONSE_BYTES`."""
+    stream_bytes: int = MAX_STREAM_BYTES
+    """See :data:`MAX_STREAM_BYTES`."""
+    sse_event_bytes: int = MAX_SSE_EVENT_BYTES
+    """See :data:`MAX_SSE_EVENT_BYTES`."""
+    message_bytes: int = MAX_MESSAGE_BYTES
+    """See :data:`MAX_MESSAGE_BYTES`."""
+    tool_calls: int = MAX_TOOL_CALLS
+    """See :data:`MAX_TOOL_CALLS`."""
+    tool_call_argument_bytes: int = MAX_TOOL_CALL_ARGUMENT_BYTES
+    """See :data:`MAX_TOOL_CALL_ARGUMENT_BYTES`."""
+
+
+DEFAULT_LIMITS = Limits()
+"""The limits used when none are given."""
 
 IdFactory = Callable[[], str]
 
@@ -161,10 +216,45 @@ class _Notes:
                 self.dropped.setdefault(f"{prefix}{key}", None)
 
 
+_ESCAPE = re.compile(r"\\.", re.DOTALL)
+_STRING = re.compile(r'"[^"]*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+def _json_bounds_error(text: str) -> str | None:
+    """Why ``text`` exceeds :data:`MAX_JSON_DEPTH` or :data:`MAX_JSON_VALUES`, else ``None``; linear time.
+
+    Exact for any text ``json.loads`` accepts (escapes, then strings, are removed, leaving the structure); for
+    anything else the answer does not matter, as the parse fails anyway.
+    """
+    opened = text.count("[") + text.count("{")
+    if opened <= MAX_JSON_DEPTH and opened + text.count(",") <= MAX_JSON_VALUES:
+        return None  # the common case, at the cost of three C-speed scans
+    structure = _STRING.sub("", _ESCAPE.sub("", text))
+    if structure.count("[") + structure.count("{") + structure.count(",") > MAX_JSON_VALUES:
+        return f"it has more than {MAX_JSON_VALUES:,} values"
+    depth = 0
+    for bracket in _NOT_BRACKET.sub("", structure):
+        depth += 1 if bracket in "[{" else -1
+        if depth > MAX_JSON_DEPTH:
+            return f"it is nested more than {MAX_JSON_DEPTH} levels deep"
+    return None
+
+
+def parse_json(data: bytes | str) -> Any:
+    """Provider JSON, parsed like ``json.loads`` but within :data:`MAX_JSON_DEPTH` and :data:`MAX_JSON_VALUES`;
+    ``ValueError`` (with the reason) for anything it cannot accept, never ``RecursionError``."""
+    text = data.decode(json.detect_encoding(data), "surrogatepass") if isinstance(data, bytes) else data
+    reason = _json_bounds_error(text)
+    if reason is not None:
+        raise ValueError(reason)
+    return json.loads(text)
+
+
 def _load_json(data: bytes | str, what: str) -> Any:
     try:
-        return json.loads(data)
-    except (ValueError, RecursionError) as error:
+        return parse_json(data)
+    except ValueError as error:
         raise MalformedResponseError(f"{what} is not valid JSON: {error}.") from error
 
 
@@ -330,22 +420,77 @@ def _check_refusal(message: Any, usage: Usage | None) -> None:
         raise ContentFilteredError(f"The model refused: {refusal.strip()}", usage=usage)
 
 
+def _utf8_size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def _too_many_calls(limits: Limits) -> ResponseTooLargeError:
+    return ResponseTooLargeError(
+        f"The response has more than {limits.tool_calls} tool calls in one message (the limit), so it was refused. "
+        "The model or the server is misbehaving; retry.",
+        limit=limits.tool_calls,
+    )
+
+
+def _arguments_too_large(limits: Limits) -> ResponseTooLargeError:
+    size = limits.tool_call_argument_bytes
+    return ResponseTooLargeError(
+        f"A tool call's arguments are larger than {describe_size(size)} (the limit for one call), so the response "
+        "was refused. Retry; if the model keeps doing it, ask for the work in smaller steps.",
+        limit=size,
+    )
+
+
+def _message_too_large(limits: Limits) -> ResponseTooLargeError:
+    size = limits.message_bytes
+    return ResponseTooLargeError(
+        f"The assistant message is larger than {describe_size(size)} (the size limit of one message), so it was "
+        "refused. Retry; if it keeps happening, lower max_tokens or check the base URL.",
+        limit=size,
+    )
+
+
+def _check_limits(message: Any, limits: Limits) -> None:
+    """Refuse a repaired wire message over the tool-call or message limits, before the seam copies it."""
+    if not isinstance(message, dict):
+        return
+    content = message.get("content")
+    total = _utf8_size(content) if isinstance(content, str) else 0
+    calls = message.get("tool_calls")
+    if isinstance(calls, list):
+        if len(calls) > limits.tool_calls:
+            raise _too_many_calls(limits)
+        for call in calls:
+            function = call.get("function") if isinstance(call, dict) else None
+            arguments = function.get("arguments") if isinstance(function, dict) else None
+            if isinstance(arguments, str):
+                size = _utf8_size(arguments)
+                if size > limits.tool_call_argument_bytes:
+                    raise _arguments_too_large(limits)
+                total += size
+    if total > limits.message_bytes:
+        raise _message_too_large(limits)
+
+
 def _finalize(
     message: Any,
     finish_reason: Any,
     usage: Usage | None,
     notes: _Notes,
     new_id: IdFactory,
+    limits: Limits,
     *,
     provider_cost: Decimal | None,
     response_id: Any,
     model: Any,
 ) -> NormalizedResponse:
-    """The shared tail of both paths: refusal check, repairs, seam, finish-reason cross-validation."""
+    """The shared tail of both paths: refusal check, repairs, limits, seam, finish-reason cross-validation."""
     _check_refusal(message, usage)
     _note_dropped(message, notes)
     try:
-        canonical = normalize_assistant_message(_repair_message(message, notes, new_id))
+        repaired = _repair_message(message, notes, new_id)
+        _check_limits(repaired, limits)
+        canonical = normalize_assistant_message(repaired)
         reason = stop_reason(finish_reason, canonical)
     except ProviderError as error:
         error.usage = usage
@@ -373,11 +518,14 @@ def _raise_failure_reason(finish_reason: Any, usage: Usage | None) -> None:
         return
 
 
-def normalize_response_body(body: bytes | str, *, new_id: IdFactory = new_tool_call_id) -> NormalizedResponse:
+def normalize_response_body(
+    body: bytes | str, *, new_id: IdFactory = new_tool_call_id, limits: Limits = DEFAULT_LIMITS
+) -> NormalizedResponse:
     """Normalize a complete 2xx Chat Completions JSON body.
 
     Raises :class:`~tiny_agent_core.errors.ProviderError` subclasses: malformed JSON or shape, a provider
-    ``error`` object, a content filter or refusal, or a seam / finish-reason rejection (with usage attached).
+    ``error`` object, a content filter or refusal, a message over ``limits``, or a seam / finish-reason rejection
+    (with usage attached).
     """
     value = _load_json(body, "The provider response")
     if not isinstance(value, dict):
@@ -401,10 +549,41 @@ def normalize_response_body(body: bytes | str, *, new_id: IdFactory = new_tool_c
         usage,
         notes,
         new_id,
+        limits,
         provider_cost=_provider_cost(value.get("usage")),
         response_id=value.get("id"),
         model=value.get("model"),
     )
+
+
+_GROUP = 256
+"""Streamed pieces joined into one string at a time (see :class:`_Pieces`)."""
+
+
+class _Pieces:
+    """Streamed text in arrival order, joined in groups of :data:`_GROUP`: millions of tiny deltas do not each keep
+    a string object alive. ``count`` is how many pieces were added, ``size`` their UTF-8 bytes."""
+
+    def __init__(self) -> None:
+        self._groups: list[str] = []
+        self._open: list[str] = []
+        self.count = 0
+        self.size = 0
+
+    def add(self, piece: str) -> int:
+        """Append ``piece``; return its size in bytes."""
+        size = _utf8_size(piece)
+        self._open.append(piece)
+        self.count += 1
+        self.size += size
+        if len(self._open) >= _GROUP:
+            self._groups.append("".join(self._open))
+            self._open.clear()
+        return size
+
+    def text(self) -> str:
+        """Everything added, joined."""
+        return "".join([*self._groups, *self._open])
 
 
 @dataclass
@@ -412,7 +591,7 @@ class _PartialCall:
     id: str | None = None
     type: str | None = None
     name: str | None = None
-    arguments: list[str] = field(default_factory=list)
+    arguments: _Pieces = field(default_factory=_Pieces)
     arguments_object: Any = None
 
 
@@ -424,14 +603,17 @@ class StreamAccumulator:
 
     Feed every SSE event with :meth:`feed`; it returns the deltas a view can show at once and raises a typed
     error as soon as the stream reports one. After the stream ends, :meth:`finish` returns the
-    :class:`NormalizedResponse` (or raises). Each event costs O(size of the event).
+    :class:`NormalizedResponse` (or raises). Each event costs O(size of the event). The message, its tool calls
+    and their arguments are held to ``limits`` as they grow, so an oversized one is refused before it is whole.
     """
 
-    def __init__(self, *, new_id: IdFactory = new_tool_call_id) -> None:
+    def __init__(self, *, new_id: IdFactory = new_tool_call_id, limits: Limits = DEFAULT_LIMITS) -> None:
         self._new_id = new_id
+        self._limits = limits
+        self._message_bytes = 0
         self._notes = _Notes()
-        self._text: list[str] | None = None
-        self._refusal: list[str] = []
+        self._text: _Pieces | None = None
+        self._refusal = _Pieces()
         self._calls: dict[int, _PartialCall] = {}
         self._last_index: int | None = None
         self._finish_reason: Any = None
@@ -462,7 +644,7 @@ class StreamAccumulator:
         if event == "error":
             detail = data
             with contextlib.suppress(ValueError):
-                detail = _error_message(json.loads(data))
+                detail = _error_message(parse_json(data))
             raise ProviderReportedError(f"The provider reported an error mid-stream: {detail}", usage=self._usage)
         chunk = _load_json(data, f"Stream chunk {self._chunks + 1}")
         self._chunks += 1
@@ -519,19 +701,24 @@ class StreamAccumulator:
             if not isinstance(content, str):
                 raise MalformedResponseError("invalid assistant content")
             if self._text is None:
-                self._text = []
-            self._text.append(content)
+                self._text = _Pieces()
+            self._grow(self._text.add(content))
             if content:
                 out.append(TextDelta(content))
         refusal = delta.get("refusal")
         if isinstance(refusal, str):
-            self._refusal.append(refusal)
+            self._grow(self._refusal.add(refusal))
         calls = delta.get("tool_calls")
         if calls is not None:
             if not isinstance(calls, list):
                 raise MalformedResponseError("invalid assistant tool_calls")
             out.extend(self._apply_call_delta(call) for call in calls)
         return out
+
+    def _grow(self, size: int) -> None:
+        self._message_bytes += size
+        if self._message_bytes > self._limits.message_bytes:
+            raise _message_too_large(self._limits)
 
     def _call_index(self, call: dict[str, Any]) -> int:
         index = call.get("index")
@@ -553,6 +740,8 @@ class StreamAccumulator:
         if not isinstance(call, dict):
             raise MalformedResponseError("invalid assistant tool call")
         index = self._call_index(call)
+        if index not in self._calls and len(self._calls) >= self._limits.tool_calls:
+            raise _too_many_calls(self._limits)
         self._last_index = index
         partial = self._calls.setdefault(index, _PartialCall())
         self._notes.drop_extras(call, TOOL_CALL_KEYS | {"index"}, f"message.tool_calls[{index}].")
@@ -584,9 +773,11 @@ class StreamAccumulator:
             piece = function.get("arguments")
             if isinstance(piece, str):
                 arguments = piece
-                partial.arguments.append(piece)
+                self._grow(partial.arguments.add(piece))
+                if partial.arguments.size > self._limits.tool_call_argument_bytes:
+                    raise _arguments_too_large(self._limits)
             elif isinstance(piece, dict):
-                if partial.arguments or partial.arguments_object is not None:
+                if partial.arguments.count or partial.arguments_object is not None:
                     raise MalformedResponseError("invalid assistant tool call function: mixed argument forms")
                 partial.arguments_object = piece
             elif piece is not None:
@@ -595,9 +786,9 @@ class StreamAccumulator:
 
     def _message(self) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant"}
-        message["content"] = None if self._text is None else "".join(self._text)
-        if self._refusal:
-            message["refusal"] = "".join(self._refusal)
+        message["content"] = None if self._text is None else self._text.text()
+        if self._refusal.count:
+            message["refusal"] = self._refusal.text()
         if self._calls:
             calls = []
             for index in sorted(self._calls):
@@ -608,7 +799,7 @@ class StreamAccumulator:
                 if partial.name is not None:
                     call["function"]["name"] = partial.name
                 call["function"]["arguments"] = (
-                    partial.arguments_object if partial.arguments_object is not None else "".join(partial.arguments)
+                    partial.arguments_object if partial.arguments_object is not None else partial.arguments.text()
                 )
                 calls.append(call)
             message["tool_calls"] = calls
@@ -633,19 +824,23 @@ class StreamAccumulator:
             self._usage,
             self._notes,
             self._new_id,
+            self._limits,
             provider_cost=_provider_cost(self._usage_raw),
             response_id=self._response_id,
             model=self._model,
         )
 
 
-def normalize_sse_text(text: str, *, new_id: IdFactory = new_tool_call_id) -> NormalizedResponse:
+def normalize_sse_text(
+    text: str, *, new_id: IdFactory = new_tool_call_id, limits: Limits = DEFAULT_LIMITS
+) -> NormalizedResponse:
     """Normalize a complete recorded SSE stream (the raw ``text/event-stream`` text).
 
-    Decodes with httpx-sse, exactly as a live streamed response is decoded, then runs :class:`StreamAccumulator`.
+    Decodes with httpx-sse, exactly as a live streamed response is decoded, then runs :class:`StreamAccumulator`
+    (``limits`` as for a live stream).
     """
     response = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=text.encode("utf-8"))
-    accumulator = StreamAccumulator(new_id=new_id)
+    accumulator = StreamAccumulator(new_id=new_id, limits=limits)
     for sse in EventSource(response).iter_sse():
         accumulator.feed(sse.event, sse.data)
     return accumulator.finish()
@@ -719,7 +914,7 @@ def http_error(status: int, body: bytes | str, headers: Mapping[str, str] | None
     """
     text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
     try:
-        payload: Any = json.loads(text)
+        payload: Any = parse_json(text)
     except ValueError:
         payload = None
     if isinstance(payload, dict) and payload.get("error") is not None:

@@ -10,7 +10,6 @@ OpenAI-compatible base URL, and :func:`profile_for_base_url` recognises a preset
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -19,8 +18,14 @@ from urllib.parse import urlsplit
 import httpx
 
 from tiny_agent_core.errors import MalformedResponseError, ProviderConfigurationError
-from tiny_agent_core.providers.openai_chat import http_error
-from tiny_agent_core.providers.transport import Timeouts, translate_transport_errors
+from tiny_agent_core.providers.openai_chat import MAX_RESPONSE_BYTES, http_error, parse_json
+from tiny_agent_core.providers.transport import (
+    Deadline,
+    Timeouts,
+    body_too_large,
+    read_body,
+    translate_transport_errors,
+)
 
 APP_URL = "https://github.com/tiny-agent/tiny-agent-desktop"
 """Sent as OpenRouter's ``HTTP-Referer`` attribution header."""
@@ -150,7 +155,7 @@ def profile_for_base_url(base_url: str) -> ProviderProfile:
 def parse_model_list(body: bytes | str) -> list[str]:
     """Model ids from a ``GET /models`` body: ``{"data": [{"id": ...}]}`` (or a bare list, or ``models``)."""
     try:
-        value: Any = json.loads(body)
+        value: Any = parse_json(body)
     except ValueError as error:
         raise MalformedResponseError(f"The model list is not valid JSON: {error}.") from error
     items = value
@@ -175,13 +180,24 @@ async def list_models(
 ) -> list[str]:
     """The model ids ``GET <base_url>/models`` offers, sorted; ``[]`` when the profile has no model list.
 
-    Raises the same typed errors as a chat request (HTTP errors, timeouts, connection failures, malformed).
+    Raises the same typed errors as a chat request (HTTP errors, timeouts, connection failures, malformed); the
+    body is read up to :data:`~tiny_agent_core.providers.openai_chat.MAX_RESPONSE_BYTES`.
     """
     if not profile.models_endpoint:
         return []
-    timeouts = timeouts or Timeouts(connect=10.0, read=15.0, write=15.0, pool=10.0)
+    timeouts = timeouts or Timeouts(connect=10.0, read=15.0, write=15.0, pool=10.0, total=60.0)
     with translate_transport_errors(profile.base_url, timeouts):
-        response = await client.get(profile.models_url, headers=profile.headers(api_key), timeout=timeouts.to_httpx())
+        deadline = Deadline(profile.base_url, timeouts.total)
+        request = client.build_request(
+            "GET", profile.models_url, headers=profile.headers(api_key), timeout=timeouts.to_httpx()
+        )
+        response = await deadline.within(client.send(request, stream=True))
+        try:
+            body, complete = await read_body(response, MAX_RESPONSE_BYTES, deadline)
+        finally:
+            await response.aclose()
     if response.status_code >= 400:
-        raise http_error(response.status_code, response.content, response.headers)
-    return parse_model_list(response.content)
+        raise http_error(response.status_code, body, response.headers)
+    if not complete:
+        raise body_too_large(profile.base_url, MAX_RESPONSE_BYTES)
+    return parse_model_list(body)
