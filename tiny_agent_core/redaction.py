@@ -15,7 +15,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 
-__all__ = ["MIN_SECRET_LENGTH", "REDACTED", "Redactor", "environment_secrets", "looks_secret"]
+__all__ = ["MIN_SECRET_LENGTH", "REDACTED", "Redactor", "environment_secrets", "masks_variable"]
 
 REDACTED = "[redacted]"
 """What a masked secret reads as."""
@@ -36,16 +36,19 @@ _SECRET_NAME = re.compile(
 )
 
 
-def looks_secret(name: str) -> bool:
-    """True when an environment variable's ``name`` looks like it holds a secret (``OPENAI_API_KEY``,
-    ``GITHUB_TOKEN``, ``DB_PASSWORD``, ``aws_secret_access_key``, ``SESSION_COOKIE`` …; not ``PWD`` or ``KEYBOARD``)."""
+def masks_variable(name: str) -> bool:
+    """True when the value of the environment variable ``name`` is masked in output: names that certainly hold a
+    secret (``OPENAI_API_KEY``, ``GITHUB_TOKEN``, ``DB_PASSWORD``, ``aws_secret_access_key``, ``SESSION_COOKIE`` …;
+    not ``PWD``, ``KEYBOARD`` or ``XDG_SESSION_TYPE``). Narrower than
+    :func:`tiny_agent_core.tools.environment.looks_secret`, which keeps anything that *might* be a secret out of a
+    child's environment: masking an ordinary value such as ``wayland`` would garble output and protect nothing."""
     return _SECRET_NAME.search(name) is not None
 
 
 def environment_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
     """Values of the variables in ``environ`` (default: this process's) whose names look like secrets."""
     source = os.environ if environ is None else environ
-    return [value for name, value in source.items() if looks_secret(name) and value.strip()]
+    return [value for name, value in source.items() if masks_variable(name) and value.strip()]
 
 
 class Redactor:

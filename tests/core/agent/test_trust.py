@@ -16,7 +16,7 @@ from tiny_agent_core.agent import events
 from tiny_agent_core.agent.loop import STEP_LIMIT
 from tiny_agent_core.errors import StepLimitError
 from tiny_agent_core.providers.client import ProviderClient
-from tiny_agent_core.redaction import REDACTED, Redactor, looks_secret
+from tiny_agent_core.redaction import REDACTED, Redactor, masks_variable
 from tiny_agent_core.timeline import CONTINUE_PROMPT, NoticeItem, Timeline
 from tiny_agent_core.tools.base import BuiltinTool
 from tiny_agent_core.tools.registry import ToolSet
@@ -142,7 +142,7 @@ def test_redactor_masks_every_spelling_longest_first() -> None:
     ],
 )
 def test_secret_looking_names(name: str, secret: bool) -> None:
-    assert looks_secret(name) is secret
+    assert masks_variable(name) is secret
 
 
 async def test_the_step_limit_notice_offers_continue(
