@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tiny_agent_core.agent.events import EventSink
-from tiny_agent_core.agent.loop import Agent, RequestRecorder
+from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, Agent, RequestRecorder
 from tiny_agent_core.agent.recording import LedgerRecorder
 from tiny_agent_core.errors import SessionLockedError
 from tiny_agent_core.pricing import Overrides
@@ -63,10 +63,11 @@ def create_session(workspace: Path, profile: ProviderProfile, model: str) -> Ope
     return OpenedSession(SessionStore.create(workspace, model=model, provider=profile.id))
 
 
-def session_tools(session: OpenedSession, tool_settings: ToolSettings) -> list[Tool]:
-    """The built-in tools for a session's workspace, within the roots the user allowed for it."""
+def session_tools(session: OpenedSession, tool_settings: ToolSettings, *, network: bool = True) -> list[Tool]:
+    """The built-in tools for a session's workspace, within the roots the user allowed for it; ``network=False``
+    runs ``bash`` and ``bg`` without network (where the sandbox can cut it)."""
     workspace = session.workspace
-    return builtin_tools(workspace, allowed_roots=tool_settings.allowed_roots(workspace))
+    return builtin_tools(workspace, allowed_roots=tool_settings.allowed_roots(workspace), network=network)
 
 
 def build_agent(
@@ -83,10 +84,12 @@ def build_agent(
     price_overrides: Overrides | None = None,
     tools: Sequence[Tool] | None = None,
     timeouts: Timeouts | None = None,
+    max_steps: int | None = DEFAULT_MAX_STEPS,
 ) -> Agent:
     """An agent for a writable session: ``tools`` (default: the built-ins within the workspace's allowed roots —
     pass the same tools again when rebuilding an agent, so background processes keep their owner), the approval
-    policy over ``tool_settings`` (standing permissions), the ledger recorder when ``ledger`` is given."""
+    policy over ``tool_settings`` (standing permissions), the ledger recorder when ``ledger`` is given, at most
+    ``max_steps`` model steps per run."""
     workspace = session.workspace
     recorder: RequestRecorder | None = None
     if ledger is not None:
@@ -105,4 +108,5 @@ def build_agent(
         on_event=on_event,
         record_request=recorder,
         price_overrides=price_overrides,
+        max_steps=max_steps,
     )

@@ -19,7 +19,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from tiny_agent_core.agent.loop import Agent, RunResult
+from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, Agent, RunResult
 from tiny_agent_core.errors import RecoveryBlockedError, TinyAgentError
 from tiny_agent_core.ledger import index_session_file, opened
 from tiny_agent_core.pricing import Overrides
@@ -66,6 +66,8 @@ class SessionController(QObject):
         connection: Callable[[], Connection | None],
         ledger: sqlite3.Connection | None = None,
         price_overrides: Callable[[], Overrides | None] = lambda: None,
+        max_steps: Callable[[], int | None] = lambda: None,
+        network: Callable[[Path], bool] = lambda _workspace: True,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
@@ -76,10 +78,12 @@ class SessionController(QObject):
         self._connection = connection
         self._ledger = ledger
         self._price_overrides = price_overrides
+        self._max_steps = max_steps
+        self._network = network
         self._session: OpenedSession | None = None
         self._tools: ToolSet | None = None
         self._agent: Agent | None = None
-        self._agent_key: tuple[str, str, str | None] | None = None
+        self._agent_key: tuple[object, ...] | None = None
         self._task: asyncio.Task[None] | None = None
         self._abort: asyncio.Future[bool] | None = None
         self._closing: set[asyncio.Task[None]] = set()
@@ -202,7 +206,8 @@ class SessionController(QObject):
         self.close()
         self._session = opened
         if not opened.read_only:
-            self._tools = ToolSet(session_tools(opened, self._tool_settings))
+            network = self._network(opened.workspace)
+            self._tools = ToolSet(session_tools(opened, self._tool_settings, network=network))
         self.session_opened.emit(opened)
 
     def _agent_for(self, session: OpenedSession) -> Agent | None:
@@ -210,7 +215,9 @@ class SessionController(QObject):
         if connection is None:
             self.failed.emit("Set up a provider first (Settings → Providers).")
             return None
-        key = (connection.profile.id, connection.model, connection.api_key)
+        max_steps = self._max_steps() or DEFAULT_MAX_STEPS
+        # Everything the agent is built from: a changed base URL or step limit reaches the next request.
+        key = (connection.profile, connection.model, connection.api_key, max_steps)
         if self._agent is None or self._agent_key != key:
             self._agent = build_agent(
                 session,
@@ -224,6 +231,7 @@ class SessionController(QObject):
                 on_event=self.bridge.sink,
                 ledger=self._ledger,
                 price_overrides=self._price_overrides(),
+                max_steps=max_steps,
             )
             self._agent_key = key
         return self._agent

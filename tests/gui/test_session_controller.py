@@ -110,3 +110,32 @@ async def test_opening_a_session_left_open_recovers_it(
     await asyncio.sleep(0)
     await controller.wait_idle()
     assert finished[-1].answer == "after the crash"
+
+
+async def test_a_changed_base_url_reaches_the_next_request(tmp_path: Path) -> None:
+    """Fixing a provider's URL in Settings must not leave the open session talking to the old server."""
+    http = httpx.AsyncClient(trust_env=False)
+    with LoopbackServer() as wrong, LoopbackServer() as right:
+        target = [wrong]
+        controller = SessionController(
+            client=ProviderClient(http),
+            approver=AllowListApprover([]),
+            tool_settings=ToolSettings.in_memory(),
+            connection=lambda: Connection(custom_profile(target[0].base_url), "m", None),
+            max_steps=lambda: 7,
+        )
+        finished = _record(controller.finished)
+        controller.new(tmp_path)
+        wrong.queue(text_reply("old server"))
+        controller.submit("one")
+        await controller.wait_idle()
+        target[0] = right
+        right.queue(text_reply("new server"))
+        controller.submit("two")
+        await controller.wait_idle()
+        assert [result.answer for result in finished] == ["old server", "new server"]
+        assert len(wrong.requests) == 1
+        await controller.aclose()
+    await http.aclose()
+    controller.deleteLater()
+    await asyncio.sleep(0)
