@@ -15,7 +15,8 @@ Defaults: ``read`` is allowed; ``write``, ``edit``, ``bash`` and ``bg`` ask, exc
 ``list``, ``status`` and ``logs``; any other tool asks. The answers are allow once, allow for this session,
 always allow this tool (stored in :class:`ToolSettings`, visible and revocable there), and deny; an answer may
 carry edited arguments. For ``write``/``edit`` the request carries a unified diff of what the call would change,
-for ``bash`` the command.
+the real target when a symlink redirects the path (:attr:`ApprovalRequest.target`) and warnings for an
+executable target or version-control internals (:attr:`ApprovalRequest.warnings`); for ``bash`` the command.
 
 For ``tiny-agent run --allow TOOL`` (nobody to ask) use :func:`non_interactive`: every call goes to an
 :class:`AllowListApprover` that allows the named tools and denies everything else; no standing permission applies.
@@ -39,6 +40,7 @@ from tiny_agent_core.tools.bg import READ_ONLY_ACTIONS
 
 __all__ = [
     "DEFAULT_RULES",
+    "PREVIEW_TIMEOUT",
     "SETTINGS_FILE",
     "AllowListApprover",
     "ApprovalAnswer",
@@ -57,6 +59,10 @@ SETTINGS_FILE = "tool-permissions.json"
 """The settings file's name inside the config folder the caller gives."""
 
 _SETTINGS_VERSION = 1
+
+PREVIEW_TIMEOUT = 10.0
+"""Seconds a tool's preview may take before the prompt opens without it (a stuck network file system, a buggy
+tool); the built-ins never block, this only bounds what the prompt waits for."""
 
 
 class Verdict(StrEnum):
@@ -105,6 +111,16 @@ class ApprovalRequest:
     arguments: Mapping[str, Any]
     preview: Preview
     call_id: str | None = None
+
+    @property
+    def target(self) -> str | None:
+        """The real path a file change would reach when a symlink redirects the named one (show it)."""
+        return self.preview.target
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """Why the call deserves a second look (an executable target, version-control internals); show them."""
+        return self.preview.warnings
 
     @property
     def arguments_json(self) -> str:
@@ -354,7 +370,9 @@ class ApprovalPolicy:
         preview: Preview | None = None
         if callable(make_preview):
             try:
-                preview = await asyncio.to_thread(make_preview, args)
+                preview = await asyncio.wait_for(asyncio.to_thread(make_preview, args), PREVIEW_TIMEOUT)
+            except TimeoutError:
+                preview = Preview("arguments", _json(args), error=f"no preview: it took over {PREVIEW_TIMEOUT:g} s")
             except Exception as error:  # a preview must never stop the prompt
                 preview = Preview("arguments", _json(args), error=f"no preview: {error}")
         if preview is None:

@@ -96,6 +96,10 @@ class Preview:
     """The preview itself; may be empty (a write that changes nothing)."""
     error: str | None = None
     """Why a full preview could not be made (e.g. the edit would fail); the call may still be approved."""
+    target: str | None = None
+    """The real path a file change would reach, when it is not the path the call names (a symlink on the way)."""
+    warnings: tuple[str, ...] = ()
+    """What makes the change riskier than it looks: the target is executable, or version-control internals."""
 
 
 @runtime_checkable

@@ -4,7 +4,9 @@ Every ``oldText`` (CRLF normalised to LF) must occur exactly once in the *origin
 must not overlap, ``newText`` takes the file's first line ending, and a UTF-8 byte order mark is kept. CRLF is
 normalised only for matching: a position map keeps every other byte of the file as it was. All edits are
 validated before anything is written; the file is then replaced once, atomically (unlike the reference), with
-its mode kept, and only inside the workspace.
+its mode kept, and only inside the workspace: it is read through the descriptor the guard opened (``O_NOFOLLOW``)
+and replaced in the same held directory. Files over :data:`MAX_EDIT_FILE` and anything but a regular file (a
+FIFO, socket or device) are refused before they are read.
 
 :func:`apply_edits` is the pure part, also used to build the approval diff.
 """
@@ -16,15 +18,19 @@ import bisect
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from tiny_agent_core.tools.base import BuiltinTool, Preview, ToolError, required_string
 from tiny_agent_core.tools.guard import WorkspaceGuard
-from tiny_agent_core.tools.read import open_regular
-from tiny_agent_core.tools.write import atomic_write, read_for_preview, unified_diff
+from tiny_agent_core.tools.read import read_whole
+from tiny_agent_core.tools.write import atomic_write, diff_preview
 
-__all__ = ["Edit", "EditTool", "apply_edits", "required_edits"]
+__all__ = ["MAX_EDIT_FILE", "Edit", "EditTool", "apply_edits", "required_edits"]
+
+MAX_EDIT_FILE = 10 * 1024 * 1024
+"""The largest file ``edit`` changes: 10 MiB. Source files are far smaller (a 10 MiB file is ~250,000 lines); the
+bound keeps an edit of a huge log or data file from holding several copies of it in memory. Larger files are
+refused before they are read; ``bash`` (``sed``, a script) can still change them."""
 
 _BOM = "\ufeff"
 
@@ -149,26 +155,24 @@ class EditTool(BuiltinTool):
     async def run(self, args: Mapping[str, Any], cancel: asyncio.Event | None) -> str:
         requested = required_string(args.get("path"), "path")
         edits = required_edits(args.get("edits"))
-        path = self.guard.resolve_writable(requested)
-        await asyncio.to_thread(self._edit, path, requested, edits)
+        await asyncio.to_thread(self._edit, requested, edits)
         return f"Successfully replaced {len(edits)} block(s) in {requested}."
 
-    @staticmethod
-    def _edit(path: Path, requested: str, edits: Sequence[Edit]) -> None:
-        with open_regular(path, requested) as file:
-            original = _decode(file.read(), requested)
-        edited = apply_edits(original, edits, requested)
-        atomic_write(path, edited.encode("utf-8"), requested=requested)
+    def _edit(self, requested: str, edits: Sequence[Edit]) -> None:
+        with self.guard.locate(requested, writable=True) as target:
+            original = _decode(read_whole(target, MAX_EDIT_FILE, "edit"), requested)
+            atomic_write(target, apply_edits(original, edits, requested).encode("utf-8"))
 
     def preview(self, args: Mapping[str, Any]) -> Preview | None:
         try:
             requested = required_string(args.get("path"), "path")
             edits = required_edits(args.get("edits"))
-            path = self.guard.resolve_writable(requested)
-            before = read_for_preview(path)
-            if before is None:
-                raise ToolError(f"{requested} does not exist")
-            after = apply_edits(before, edits, requested)
         except ToolError as error:
             return Preview("diff", "", error=str(error))
-        return Preview("diff", unified_diff(requested, before, after))
+
+        def change(before: str | None) -> str:
+            if before is None:
+                raise ToolError(f"{requested} does not exist")
+            return apply_edits(before, edits, requested)
+
+        return diff_preview(self.guard, requested, change)

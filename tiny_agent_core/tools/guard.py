@@ -1,39 +1,58 @@
-"""Workspace containment for the file tools (``read``, ``write``, ``edit``).
+"""Workspace containment for the file tools (``read``, ``write``, ``edit``), race-free.
 
-The reference resolves any path anywhere (notes §6.1). Here a path is resolved against the workspace and then
-checked on its *real* path (``os.path.realpath``: every symlink resolved, ``..`` applied after resolution), so
-``..``, absolute paths outside the workspace, and symlinks whose target leaves it are all refused. A file that
-does not exist yet is checked through its resolved parent (realpath resolves the existing prefix and keeps the
-rest), so a dangling symlink pointing outside is refused too.
+The reference resolves any path anywhere (notes §6.1). Here :meth:`WorkspaceGuard.locate` walks a path one
+component at a time from ``/`` with directory file descriptors: each component is opened relative to the one
+before (``openat`` via ``os.open(name, flags, dir_fd=...)``) with ``O_PATH | O_NOFOLLOW``, and a symlink is
+never followed by the kernel: its target is read from the link's own descriptor and walked the same way, ``..``
+goes back to the directory the walk came from. The walk therefore knows the *real* path of every directory it
+holds (what ``os.path.realpath`` gives, ``..`` applied after resolution), and that real path of the target is
+checked against the allowed roots: ``..``, absolute paths outside the workspace and symlinks whose target leaves
+it are refused, symlinks that stay inside are followed. A part that does not exist yet is kept lexically, so a
+dangling symlink pointing outside is refused too.
 
-The allowed roots are the workspace plus the roots the caller passes in: widening is an explicit
-per-workspace setting (see :class:`~tiny_agent_core.tools.approval.ToolSettings`), never something a model can
-ask for. The tools operate on the *resolved* path afterwards, so a symlink swapped in between the check and the
-use of the final component is not followed out of the workspace. A concurrent process that swaps an
-intermediate directory for a symlink can still race the check; closing that needs ``openat2`` with
-``RESOLVE_BENEATH``, which Python does not expose. ``bash`` is not contained (a shell can reach anything): its
-guard is the approval policy.
+The result, :class:`Located`, holds the target's real parent directory open; the tools open the final name
+relative to it with ``O_NOFOLLOW`` (and ``write``/``edit`` create their temporary file and rename it there), so a
+process that swaps a directory or the final name for a symlink between the check and the use makes the call fail
+instead of reaching outside: the kernel never resolves a name the guard has not checked. What the walk cannot stop
+is a directory it already holds being *moved* elsewhere meanwhile; doing that needs write access to the
+destination, so it grants nothing the mover did not have. Platforms without ``O_PATH`` (non-Linux) refuse every
+symlink on the way (``O_NOFOLLOW`` fails); ``bash`` is not contained (a shell can reach anything): its guard is
+the approval policy.
 
-``write`` and ``edit`` resolve through :meth:`WorkspaceGuard.resolve_writable`, which also keeps them out of
-tiny-agent's own state: every root's ``.tiny-agent`` folder but ``.tiny-agent/skills``, and the app's config and
-data folders (compared by file identity as well as by path, so other spellings of those folders are refused too).
+The allowed roots are the workspace plus the roots the caller passes in: widening is an explicit per-workspace
+setting (see :class:`~tiny_agent_core.tools.approval.ToolSettings`), never something a model can ask for.
+
+``write`` and ``edit`` locate with ``writable=True``, which also keeps them out of tiny-agent's own state: every
+root's ``.tiny-agent`` folder but ``.tiny-agent/skills``, and the app's config and data folders (compared by file
+identity as well as by path, so other spellings of those folders are refused too).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import stat
+from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
 
 from tiny_agent_core.tools.base import ToolError
 
-__all__ = ["PathOutsideWorkspace", "WorkspaceGuard"]
+__all__ = ["MAX_SYMLINKS", "Located", "PathOutsideWorkspace", "WorkspaceGuard"]
 
 TINY_AGENT_FOLDER = ".tiny-agent"
 SESSIONS_FOLDER = "sessions"
 SKILLS_FOLDER = "skills"
+
+MAX_SYMLINKS = 40
+"""Symlinks one path may pass through before it is refused with ``ELOOP`` (the kernel's own limit)."""
+
+_O_PATH: int = getattr(os, "O_PATH", os.O_RDONLY)
+_WALK_FLAGS = _O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
+_OPEN_FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY
 
 _Identity = tuple[int, int]
 """``(st_dev, st_ino)``."""
@@ -80,6 +99,167 @@ def _app_folders() -> list[tuple[str, Path]]:
     from tiny_agent_core.settings import config_dir
 
     return [("the tiny-agent configuration folder", config_dir()), ("the tiny-agent data folder", data_dir())]
+
+
+def _changed(requested: str) -> ToolError:
+    return ToolError(f"{requested} changed while it was being opened (a symlink appeared); nothing was done.")
+
+
+class Located:
+    """Where a file tool's path leads: the real parent directory, held open, and the final name in it.
+
+    Made by :meth:`WorkspaceGuard.locate`; close it (it is a context manager). Every use goes through the held
+    directory with ``O_NOFOLLOW``, never through a path string.
+    """
+
+    def __init__(self, requested: str, given: Path, directory: int, real: Path, missing: list[str], name: str):
+        self.requested = requested
+        """The path as the model gave it."""
+        self.given = given
+        """The absolute path the caller asked for, ``..`` applied lexically (symlinks not followed)."""
+        self._directory = directory
+        self._real_directory = real
+        self._missing = missing
+        self.name = name
+        """The final component inside :attr:`directory`; ``.`` when the target is that directory itself."""
+
+    @property
+    def path(self) -> Path:
+        """The target's real path (symlinks followed); it may not exist yet."""
+        path = self._real_directory.joinpath(*self._missing)
+        return path if self.name == "." else path / self.name
+
+    @property
+    def redirected(self) -> bool:
+        """Whether the real target differs from :attr:`given` (a symlink on the way was followed)."""
+        return self.path != self.given
+
+    @property
+    def directory(self) -> int:
+        """The descriptor of the target's parent directory (``O_PATH`` on Linux); see :meth:`make_parents`."""
+        if self._missing:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), self.requested)
+        return self._directory
+
+    def lstat(self) -> os.stat_result | None:
+        """The target's own status (a symlink is not followed), ``None`` when it does not exist."""
+        if self._missing:
+            return None
+        try:
+            return os.stat(self.name, dir_fd=self._directory, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+
+    def open(self, flags: int, mode: int = 0o600, *, name: str | None = None) -> int:
+        """``os.open`` of the target (or of ``name`` beside it) in its directory, never following a symlink.
+
+        Errors name the requested path; a symlink found there (swapped in after the walk) is refused.
+        """
+        try:
+            return os.open(name or self.name, flags | _OPEN_FLAGS, mode, dir_fd=self.directory)
+        except OSError as error:
+            if error.errno == errno.ELOOP:
+                raise _changed(self.requested) from None
+            raise OSError(error.errno, error.strerror, self.requested) from None
+
+    def make_parents(self) -> None:
+        """Create the directories missing between the held directory and the target (for ``write``)."""
+        while self._missing:
+            part = self._missing[0]
+            with contextlib.suppress(FileExistsError):  # made meanwhile: it must still be a real directory
+                os.mkdir(part, dir_fd=self._directory)
+            child = _entry(part, self._directory, last=False, requested=self.requested)
+            if not isinstance(child, int):
+                raise _changed(self.requested)
+            os.close(self._directory)
+            self._directory = child
+            self._real_directory /= part
+            self._missing.pop(0)
+
+    def close(self) -> None:
+        """Release the held directory."""
+        if self._directory >= 0:
+            os.close(self._directory)
+            self._directory = -1
+
+    def __enter__(self) -> Located:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+def _walk(joined: str, requested: str, given: Path) -> Located:
+    """Resolve the absolute path ``joined`` as the module docstring describes (containment is not checked)."""
+    stack: list[tuple[str, int]] = [("", os.open("/", _WALK_FLAGS | os.O_DIRECTORY))]
+    missing: list[str] = []
+    parts = deque(joined.split("/"))
+    name = "."
+    links = 0
+    try:
+        while parts:
+            part = parts.popleft()
+            last = not parts
+            name = "."
+            if part in ("", "."):
+                continue
+            if part == "..":
+                if missing:
+                    missing.pop()
+                elif len(stack) > 1:
+                    os.close(stack.pop()[1])
+                continue
+            entry = None if missing else _entry(part, stack[-1][1], last=last, requested=requested)
+            if isinstance(entry, int):
+                stack.append((part, entry))
+            elif isinstance(entry, str):
+                links += 1
+                if links > MAX_SYMLINKS:
+                    raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), requested)
+                if entry.startswith("/"):
+                    while len(stack) > 1:
+                        os.close(stack.pop()[1])
+                parts.extendleft(reversed(entry.split("/")))
+            elif last:
+                name = part
+            else:
+                missing.append(part)
+    except BaseException:
+        for _, fd in stack:
+            os.close(fd)
+        raise
+    for _, fd in stack[:-1]:
+        os.close(fd)
+    real = Path("/", *(part for part, _ in stack[1:]))
+    return Located(requested, given, stack[-1][1], real, missing, name)
+
+
+def _entry(part: str, parent: int, *, last: bool, requested: str) -> int | str | None:
+    """What ``part`` in ``parent`` is, for the walk: a symlink (its target), a directory on the way (opened), or
+    ``None``: it does not exist, or it is the final name and no symlink (then it is not opened: it may be a FIFO).
+    """
+    try:
+        if last:
+            info = os.stat(part, dir_fd=parent, follow_symlinks=False)
+            return os.readlink(part, dir_fd=parent) if stat.S_ISLNK(info.st_mode) else None
+        fd = os.open(part, _WALK_FLAGS, dir_fd=parent)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        if error.errno == errno.EINVAL:  # the symlink was replaced between the stat and the readlink
+            raise _changed(requested) from None
+        raise OSError(error.errno, error.strerror, requested) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISLNK(mode):
+            return os.readlink("", dir_fd=fd)  # the link this descriptor holds, whatever the name holds now
+        if not stat.S_ISDIR(mode):
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), requested)
+        kept, fd = fd, -1
+        return kept
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,27 +317,29 @@ class WorkspaceGuard:
         """Whether an already resolved path lies inside one of the roots (a root itself counts)."""
         return any(real_path == root or real_path.is_relative_to(root) for root in self._roots)
 
-    def resolve(self, requested: str) -> Path:
-        """The real path a tool should use for ``requested``; raises :class:`PathOutsideWorkspace`.
+    def locate(self, requested: str, *, writable: bool = False) -> Located:
+        """The target of ``requested``, its real parent directory held open; the caller closes it (blocking).
 
-        Relative paths are taken from the workspace, absolute paths as they are. The result may not exist yet.
+        Relative paths are taken from the workspace, absolute paths as they are; the target may not exist yet.
+        Raises :class:`PathOutsideWorkspace` when its real path leaves the roots and, with ``writable``, a
+        :class:`ToolError` for tiny-agent's own state (see :meth:`resolve_writable`); ``OSError`` for a path the
+        walk cannot pass (a file used as a directory, a symlink loop, a folder it may not search).
         """
         if "\0" in requested:
             raise ToolError("path must not contain a NUL character")
         joined = os.path.join(self._workspace, requested)
-        real = _real(joined)
-        if self.contains(real):
-            return real
-        lexical = Path(os.path.normpath(joined))
-        where = self._describe_roots()
-        if self.contains(lexical):
-            message = (
-                f"Path {requested} resolves through a symlink to {real}, which is outside {where}; "
-                "file tools are limited to the workspace."
-            )
-        else:
-            message = f"Path {requested} is outside {where}; file tools are limited to the workspace."
-        raise PathOutsideWorkspace(message, requested=requested, resolved=real)
+        located = _walk(joined, requested, Path(os.path.normpath(joined)))
+        try:
+            self._check(located, writable=writable)
+        except BaseException:
+            located.close()
+            raise
+        return located
+
+    def resolve(self, requested: str) -> Path:
+        """The real path of ``requested``, checked as :meth:`locate` does (nothing is held open)."""
+        with self.locate(requested) as located:
+            return located.path
 
     def resolve_writable(self, requested: str) -> Path:
         """As :meth:`resolve`, and refuses the places tiny-agent itself keeps state in.
@@ -176,12 +358,28 @@ class WorkspaceGuard:
         exist yet. Exceptions (``skills``, a nested root) count only below the protected folder, by identity or
         by their exact real path.
         """
-        path = self.resolve(requested)
-        chain = _chain(path)
-        for place in self._protected_places():
-            if place.contains(chain):
-                raise ToolError(f"Path {requested} is inside {place.description}; file tools may not change it.")
-        return path
+        with self.locate(requested, writable=True) as located:
+            return located.path
+
+    def _check(self, located: Located, *, writable: bool) -> None:
+        real = located.path
+        if not self.contains(real):
+            where = self._describe_roots()
+            if self.contains(located.given):
+                message = (
+                    f"Path {located.requested} resolves through a symlink to {real}, which is outside {where}; "
+                    "file tools are limited to the workspace."
+                )
+            else:
+                message = f"Path {located.requested} is outside {where}; file tools are limited to the workspace."
+            raise PathOutsideWorkspace(message, requested=located.requested, resolved=real)
+        if writable:
+            chain = _chain(real)
+            for place in self._protected_places():
+                if place.contains(chain):
+                    raise ToolError(
+                        f"Path {located.requested} is inside {place.description}; file tools may not change it."
+                    )
 
     def _protected_places(self) -> list[_Protected]:
         """Computed on each call: the app folders follow the environment (``TINY_AGENT_CONFIG_DIR``…)."""

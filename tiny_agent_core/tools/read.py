@@ -2,8 +2,10 @@
 
 Semantics are the reference's: CRLF becomes LF, a final empty line is dropped, at most 2,000 lines and 50 KiB of
 joined text are returned, and ``\\n\\n[Showing lines A-B of N. Use offset=B+1 to continue.]`` follows when lines
-remain. Unlike the reference, the file is streamed (memory stays near one page, not the whole file) and the
-path must stay inside the workspace. Invalid UTF-8 is refused, as the Python reference does.
+remain. Unlike the reference, the file is streamed (memory stays near one page, not the whole file), the path
+must stay inside the workspace (opened through the guard, race-free), and anything but a regular file (a FIFO,
+socket or device, which could block or never end) is refused before it is read. Invalid UTF-8 is refused, as the
+Python reference does.
 
 ``read`` is the only tool whose replay is ``safe`` (key ``builtin:read:v1``); the registry honours that only
 for an instance of exactly this class.
@@ -13,10 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import errno
 import os
 import stat
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, BinaryIO
 
 from tiny_agent_core.tools.base import (
@@ -27,9 +29,9 @@ from tiny_agent_core.tools.base import (
     optional_positive_integer,
     required_string,
 )
-from tiny_agent_core.tools.guard import WorkspaceGuard
+from tiny_agent_core.tools.guard import Located, WorkspaceGuard
 
-__all__ = ["ReadTool", "read_page"]
+__all__ = ["ReadTool", "open_regular", "read_page", "read_whole", "require_regular"]
 
 _CHUNK = 64 * 1024
 
@@ -61,30 +63,61 @@ class ReadTool(BuiltinTool):
         requested = required_string(args.get("path"), "path")
         offset = optional_positive_integer(args.get("offset"), "offset") or 1
         limit = optional_positive_integer(args.get("limit"), "limit") or MAX_TOOL_LINES
-        path = self.guard.resolve(requested)
-        return await asyncio.to_thread(read_page, path, requested, offset, limit)
+        return await asyncio.to_thread(read_page, self.guard, requested, offset, limit)
 
 
-def read_page(path: Path, requested: str, offset: int = 1, limit: int = MAX_TOOL_LINES) -> str:
-    """The ``read`` result for a resolved ``path`` (blocking)."""
-    with open_regular(path, requested) as file:
+def read_page(guard: WorkspaceGuard, requested: str, offset: int = 1, limit: int = MAX_TOOL_LINES) -> str:
+    """The ``read`` result for ``requested`` (blocking: call it in a worker thread)."""
+    with guard.locate(requested) as target, open_regular(target) as file:
         return _page(file, requested, offset, limit)
 
 
-def open_regular(path: Path, requested: str) -> BinaryIO:
-    """``path`` opened for binary reading; refuses directories, FIFOs and devices (which could block forever)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+_KINDS = {
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFLNK: "a symbolic link",
+}
+
+
+def require_regular(mode: int, requested: str) -> None:
+    """Refuse anything but a regular file, naming what it is (``<path> is a directory``, ``… is a socket``)."""
+    kind = stat.S_IFMT(mode)
+    if kind == stat.S_IFDIR:
+        raise ToolError(f"{requested} is a directory")
+    if kind != stat.S_IFREG:
+        raise ToolError(f"{requested} is {_KINDS.get(kind, 'a special file')}, not a regular file")
+
+
+def open_regular(target: Located) -> BinaryIO:
+    """The target opened for binary reading; anything but a regular file is refused without blocking.
+
+    The type is checked before opening (a device or socket is never opened) and again on the descriptor, which
+    is opened ``O_NONBLOCK | O_NOFOLLOW`` so a FIFO swapped in meanwhile cannot block.
+    """
+    info = target.lstat()
+    if info is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), target.requested)
+    require_regular(info.st_mode, target.requested)
+    fd = target.open(os.O_RDONLY | os.O_NONBLOCK)
     try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise ToolError(f"{requested} is a directory")
-        if not stat.S_ISREG(mode):
-            raise ToolError(f"{requested} is not a regular file")
+        require_regular(os.fstat(fd).st_mode, target.requested)
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
         raise
     return os.fdopen(fd, "rb")
+
+
+def read_whole(target: Located, limit: int, purpose: str) -> bytes:
+    """The whole regular file; one over ``limit`` bytes is refused (``… too large to <purpose>``) unread."""
+    with open_regular(target) as file:
+        size = os.fstat(file.fileno()).st_size
+        data = file.read(limit + 1) if size <= limit else b""
+    if size > limit or len(data) > limit:  # the second: it grew while it was read
+        raise ToolError(f"{target.requested} is too large to {purpose} (more than {limit:,} bytes).")
+    return data
 
 
 def _page(file: BinaryIO, requested: str, offset: int, limit: int) -> str:

@@ -136,7 +136,7 @@ async def test_special_files_are_refused(guard: WorkspaceGuard) -> None:
         (WriteTool(guard), {"content": "x"}),
     ]:
         fifo = await tool.execute({"path": "fifo", **args})
-        assert fifo.content == "Error: fifo is not a regular file"
+        assert fifo.content == "Error: fifo is a FIFO (named pipe), not a regular file"
         directory = await tool.execute({"path": "dir", **args})
         assert directory.content == "Error: dir is a directory"
 
@@ -189,7 +189,7 @@ async def test_failed_write_leaves_the_old_file(guard: WorkspaceGuard, monkeypat
     target = guard.workspace / "f.txt"
     target.write_text("old\n")
 
-    def boom(*_: object) -> None:
+    def boom(*_: object, **__: object) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", boom)
