@@ -1,7 +1,9 @@
 """The approval prompt for one side-effecting tool call (SPEC §6), and the ``Approver`` that opens it.
 
-:class:`ApprovalDialog` shows the tool, its preview (a coloured diff for ``write``/``edit``, the command for
-``bash``) and its arguments as editable JSON, and returns an :class:`ApprovalAnswer`: allow once (the default
+:class:`ApprovalDialog` shows the tool, the real target of a file change when a symlink redirects the path named
+and any warnings (an executable target, version-control internals such as ``.git/hooks``) right under the
+heading, its preview (a coloured diff for ``write``/``edit``, the command for ``bash``) and its arguments as
+editable JSON, and returns an :class:`ApprovalAnswer`: allow once (the default
 button, Ctrl+Enter), allow for this session, always allow this tool, or deny (Esc) with an optional reason. Edited
 arguments must be a JSON object; while they are not, the allow buttons are disabled and the problem is shown.
 
@@ -108,6 +110,25 @@ class ApprovalDialog(QDialog):
         heading.setAccessibleName("Tool name")
         layout = QVBoxLayout(self)
         layout.addWidget(heading)
+
+        self.target_label: QLabel | None = None
+        if request.target is not None:
+            self.target_label = QLabel(
+                f"Real target: <b>{_escape(request.target)}</b> (the path named leads there through a symlink)"
+            )
+            self.target_label.setTextFormat(Qt.TextFormat.RichText)
+            self.target_label.setWordWrap(True)
+            self.target_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            self.target_label.setAccessibleName("Real target")
+            layout.addWidget(self.target_label)
+        self.warnings_label: QLabel | None = None
+        if request.warnings:
+            self.warnings_label = QLabel("<br>".join(f"<b>⚠ {_escape(text)}</b>" for text in request.warnings))
+            self.warnings_label.setTextFormat(Qt.TextFormat.RichText)
+            self.warnings_label.setWordWrap(True)
+            self.warnings_label.setAccessibleName("Warnings")
+            self.warnings_label.setAccessibleDescription(" ".join(request.warnings))
+            layout.addWidget(self.warnings_label)
 
         self.preview: QTextEdit | None = None
         if request.preview.kind in ("diff", "command"):

@@ -73,6 +73,28 @@ def test_bash_shows_the_command(qtbot: QtBot) -> None:
     assert dialog.preview.accessibleName() == "Command"
 
 
+def test_the_real_target_and_warnings_are_shown_above_the_diff(qtbot: QtBot) -> None:
+    warnings = ("The target is executable (mode 0755).", "The target is inside a .git/ folder: <hooks> run.")
+    preview = Preview("diff", DIFF, target="/work/repo/.git/hooks/pre-commit", warnings=warnings)
+    dialog = make(qtbot, ApprovalRequest("write", {"path": "notes.md", "content": "x"}, preview))
+    assert dialog.target_label is not None
+    assert dialog.warnings_label is not None
+    assert dialog.target_label.isVisible()
+    assert dialog.warnings_label.isVisible()
+    assert "/work/repo/.git/hooks/pre-commit" in dialog.target_label.text()
+    assert dialog.target_label.accessibleName() == "Real target"
+    assert "&lt;hooks&gt;" in dialog.warnings_label.text()  # escaped, not markup from the repository
+    assert dialog.warnings_label.accessibleDescription() == " ".join(warnings)
+    layout = dialog.layout()
+    assert layout.indexOf(dialog.target_label) < layout.indexOf(dialog.warnings_label) < layout.indexOf(dialog.preview)
+
+
+def test_no_target_line_or_warnings_for_a_plain_change(qtbot: QtBot) -> None:
+    dialog = make(qtbot)
+    assert dialog.target_label is None
+    assert dialog.warnings_label is None
+
+
 def test_plain_arguments_have_no_separate_preview_and_preview_errors_show(qtbot: QtBot) -> None:
     request = ApprovalRequest("edit", {"path": "x"}, Preview("arguments", "{}", error="the edit would fail"))
     dialog = make(qtbot, request)
