@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import time
+import uuid
+from pathlib import Path
 
 from tests.core.agent.conftest import Harness, text_reply, tool_reply
 from tests.loopback import Reply, sse_events
@@ -39,14 +40,13 @@ async def test_cancel_during_streaming_closes_the_stream_and_aborts(harness: Har
 
 
 async def test_cancel_during_bash_kills_the_process_group(harness: Harness) -> None:
-    pid_file = harness.workspace / "pid"
-    command = f"sleep 300 & echo $! > {pid_file}; wait"
+    # A unique duration names the sleeper on the host: inside the sandbox's PID namespace, $! is not a host pid.
+    duration = f"300.{uuid.uuid4().int % 10**9}"
     harness.server.queue(
-        tool_reply(("b1", "bash", f'{{"command": "{command}"}}'), ("r1", "read", '{"path": "x"}')),
+        tool_reply(("b1", "bash", f'{{"command": "sleep {duration} & wait"}}'), ("r1", "read", '{"path": "x"}')),
     )
     task = asyncio.create_task(harness.agent.run("go"))
-    await _wait_for(lambda: pid_file.exists() and pid_file.read_text().strip())
-    sleeper = int(pid_file.read_text())
+    await _wait_for(lambda: _processes_running("sleep", duration))
     assert await harness.agent.abort()
     result = await task
     assert result.outcome == "aborted"
@@ -63,15 +63,21 @@ async def test_cancel_during_bash_kills_the_process_group(harness: Harness) -> N
         {"role": "tool", "content": SYNTHETIC_CONTENT["interrupted"], "tool_call_id": "b1"},
         {"role": "tool", "content": SYNTHETIC_CONTENT["aborted"], "tool_call_id": "r1"},
     ]
-    await _wait_for(lambda: not _alive(sleeper), timeout=5)
+    await _wait_for(lambda: not _processes_running("sleep", duration), timeout=5)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+def _processes_running(*argv: str) -> bool:
+    """Whether a live (not zombie) process on this host runs exactly ``argv``."""
+    wanted = "\0".join(argv).encode() + b"\0"
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if (entry / "cmdline").read_bytes() == wanted and " Z " not in (entry / "stat").read_text():
+                return True
+        except OSError:
+            continue
+    return False
 
 
 async def test_cancel_while_waiting_for_approval_aborts_the_unstarted_call(harness: Harness) -> None:
