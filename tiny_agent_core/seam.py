@@ -5,6 +5,10 @@ texts (reference notes §2), and rebuilds the message from ``role``/``content``/
 ``id``/``type``/``function.name``/``function.arguments``. Nothing else is ever copied: ``reasoning``,
 ``refusal``, ``annotations``, ``audio``, ``function_call``, a call's ``index`` and any vendor extra are dropped.
 The seam does no repairs; dialect repairs happen in the provider adapter, before it, and are recorded there.
+
+One check goes beyond the reference: a lone surrogate is rejected wherever it appears, including inside the
+``arguments`` JSON text once decoded (``"\\ud800"`` in a key or a string value). A session file cannot hold one,
+so such a call could never be recorded as started and would block its session on every recovery.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any
 
 from tiny_agent_core.errors import InvalidAssistantMessage
 from tiny_agent_core.messages import AssistantMessage, FunctionCall, ToolCall
+from tiny_agent_core.session.framing import ESCAPED_SURROGATE, has_surrogate, parse_js_json
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -65,9 +70,26 @@ def _normalize_tool_call(call: Any) -> ToolCall:
         id=_scalar_text(call_id, "invalid assistant tool call"),
         function=FunctionCall(
             name=_scalar_text(name, "invalid assistant tool call function"),
-            arguments=_scalar_text(arguments, "invalid assistant tool call function"),
+            arguments=_arguments_text(arguments),
         ),
     )
+
+
+def _arguments_text(arguments: str) -> str:
+    """The arguments text as scalar values, refused when its decoded JSON holds an escaped lone surrogate.
+
+    Text that is not JSON passes: the planner answers it with an ``invalidArguments`` synthetic result.
+    """
+    text = _scalar_text(arguments, "invalid assistant tool call function")
+    if ESCAPED_SURROGATE.search(text) is None:
+        return text
+    try:
+        decoded = parse_js_json(text)
+    except ValueError:
+        return text
+    if has_surrogate(decoded):
+        raise InvalidAssistantMessage("invalid assistant tool call function: lone surrogate in arguments")
+    return text
 
 
 def _scalar_text(text: str, message: str) -> str:

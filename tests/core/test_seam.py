@@ -136,3 +136,39 @@ def test_escaped_surrogate_pairs_are_joined_and_lone_surrogates_rejected() -> No
     assert message.calls[0].function.arguments == '{"e": "😀"}'
     with pytest.raises(InvalidAssistantMessage, match="lone surrogate"):
         normalize_assistant_message({"role": "assistant", "content": "broken \ud83d"})
+
+
+def _call_with(arguments: str) -> dict[str, Any]:
+    call = {"id": "c", "type": "function", "function": {"name": "read", "arguments": arguments}}
+    return {"role": "assistant", "content": None, "tool_calls": [call]}
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        r'{"path": "\ud800"}',
+        r'{"path": "a\uDFFFb"}',
+        r'{"\udc00": 1}',
+        r'{"deep": [{"x": ["ok", "\ud83d"]}]}',
+        r'{"pair-reversed": "\ude00\ud83d"}',
+        r'"\ud800"',
+    ],
+)
+def test_rejects_malformed_provider_arguments_with_an_escaped_lone_surrogate(arguments: str) -> None:
+    """A session file cannot hold a lone surrogate: such a call could never be recorded as started."""
+    with pytest.raises(InvalidAssistantMessage) as caught:
+        normalize_assistant_message(_call_with(arguments))
+    assert str(caught.value) == "invalid assistant tool call function: lone surrogate in arguments"
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        r'{"emoji": "\ud83d\ude00"}',  # an escaped pair is one character
+        r'{"text": "\\ud800"}',  # an escaped backslash: the text "\ud800", no surrogate
+        r"not json \ud800",  # not JSON: the planner answers invalidArguments, nothing is jammed
+        r'{"truncated": "\ud800',
+    ],
+)
+def test_keeps_arguments_whose_decoded_json_has_no_lone_surrogate(arguments: str) -> None:
+    assert normalize_assistant_message(_call_with(arguments)).calls[0].function.arguments == arguments

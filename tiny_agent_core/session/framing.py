@@ -26,8 +26,10 @@ from typing import Any
 from tiny_agent_core.errors import SessionCorruption
 
 __all__ = [
+    "ESCAPED_SURROGATE",
     "check_committed",
     "committed_length",
+    "has_surrogate",
     "parse_js_json",
     "parse_line",
     "parse_line_bytes",
@@ -36,7 +38,8 @@ __all__ = [
 ]
 
 _RAW_SURROGATE = re.compile(rb"\xed[\xa0-\xbf][\x80-\xbf]")
-_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+"""Matches a JSON ``\\uD800``–``\\uDFFF`` escape: a cheap test before :func:`has_surrogate` on the parsed value."""
 _SURROGATE_CHAR = re.compile("[\ud800-\udfff]")
 _BOM = "\ufeff"
 _CHUNK = 1 << 22
@@ -66,13 +69,21 @@ _decode = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant).d
 _decode_long = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant, parse_int=_js_int).decode
 
 
-def _has_surrogate(value: Any) -> bool:
-    if type(value) is str:
-        return not value.isascii() and _SURROGATE_CHAR.search(value) is not None
-    if type(value) is dict:
-        return any(_has_surrogate(key) or _has_surrogate(item) for key, item in value.items())
-    if type(value) is list:
-        return any(_has_surrogate(item) for item in value)
+def has_surrogate(value: Any) -> bool:
+    """Whether a parsed JSON value holds a surrogate code point in any key or string (after parsing, every
+    surrogate is a lone one: the decoder joins escaped pairs). Iterative, so any depth the parser accepted works."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str:
+            if not item.isascii() and _SURROGATE_CHAR.search(item) is not None:
+                return True
+        elif kind is dict:
+            stack.extend(item)
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
     return False
 
 
@@ -128,7 +139,7 @@ def parse_line(source: str, line: int) -> Any:
             value = _decode_long(source)  # the integer digit limit: read like JavaScript does
     except (ValueError, RecursionError):
         raise SessionCorruption("MALFORMED_JSON", line) from None
-    if _ESCAPED_SURROGATE.search(source) is not None and _has_surrogate(value):
+    if ESCAPED_SURROGATE.search(source) is not None and has_surrogate(value):
         raise SessionCorruption("MALFORMED_JSON", line)
     return value
 
