@@ -15,9 +15,9 @@ relative to it with ``O_NOFOLLOW`` (and ``write``/``edit`` create their temporar
 process that swaps a directory or the final name for a symlink between the check and the use makes the call fail
 instead of reaching outside: the kernel never resolves a name the guard has not checked. What the walk cannot stop
 is a directory it already holds being *moved* elsewhere meanwhile; doing that needs write access to the
-destination, so it grants nothing the mover did not have. Platforms without ``O_PATH`` (non-Linux) refuse every
-symlink on the way (``O_NOFOLLOW`` fails); ``bash`` is not contained (a shell can reach anything): its guard is
-the approval policy.
+destination, so it grants nothing the mover did not have. Platforms without ``O_PATH`` (macOS, the BSDs) cannot
+read a symlink through a descriptor: there a symlink to a directory on the way is refused (``ELOOP``) rather than
+followed. ``bash`` is not contained (a shell can reach anything): its guard is the approval policy.
 
 The allowed roots are the workspace plus the roots the caller passes in: widening is an explicit per-workspace
 setting (see :class:`~tiny_agent_core.tools.approval.ToolSettings`), never something a model can ask for.
@@ -51,7 +51,7 @@ MAX_SYMLINKS = 40
 """Symlinks one path may pass through before it is refused with ``ELOOP`` (the kernel's own limit)."""
 
 _O_PATH: int = getattr(os, "O_PATH", os.O_RDONLY)
-_WALK_FLAGS = _O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
+_WALK_FLAGS = _O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # NONBLOCK: a FIFO, where O_PATH is missing
 _OPEN_FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY
 
 _Identity = tuple[int, int]
