@@ -13,12 +13,16 @@ The reducer digests configuration snapshots and compaction sources on every load
 :func:`fast_canonical_json`: the C-accelerated ``json.dumps(sort_keys=True)`` gives the same bytes whenever no
 float is involved and no object key contains a character at or above U+E000 (the only place where code-point
 order and UTF-16 order disagree); otherwise it falls back to ``rfc8785``. Both are tested for equality.
+
+:func:`js_numbers` maps what ``JSON.parse`` reads as ±Infinity (``1e400``, a 5,000-digit integer) to ``null``,
+as ``JSON.stringify`` writes it: free-form tool arguments are the only session values that can hold one.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from typing import Any
 
@@ -30,6 +34,7 @@ __all__ = [
     "canonical_json",
     "digest_text",
     "fast_canonical_json",
+    "js_numbers",
 ]
 
 _DUMPS = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False).encode
@@ -97,3 +102,26 @@ def digest_text(canonical: str) -> str:
 def canonical_digest(value: Any) -> str:
     """``sha256:<hex>`` of the canonical JSON of ``value`` (the reference's ``canonicalDigest``)."""
     return digest_text(fast_canonical_json(value))
+
+
+def _fits_double(number: int | float) -> bool:
+    if type(number) is float:
+        return math.isfinite(number)
+    try:
+        return math.isfinite(float(number))
+    except OverflowError:
+        return False
+
+
+def js_numbers(value: Any) -> Any:
+    """A copy of the JSON value ``value`` in which every number that does not fit a double (±inf, NaN, an integer
+    beyond ±1.8e308) is ``None``, as ``JSON.stringify`` prints it: what :mod:`json` then writes is always JSON.
+    """
+    kind = type(value)
+    if kind is float or kind is int:
+        return value if _fits_double(value) else None
+    if kind is dict:
+        return {key: js_numbers(item) for key, item in value.items()}
+    if kind is list or kind is tuple:
+        return [js_numbers(item) for item in value]
+    return value

@@ -18,16 +18,22 @@ pre-allocates them. The transactions the reference writes, in order:
 Configuration digests (§5.8): :func:`configuration_snapshot` builds the snapshot and :func:`configuration_digest`
 its digest. :func:`system_prompt_digest` hashes the JSON-quoted prompt as the TypeScript reference does (the
 Python reference hashes the raw bytes; sessions made by tiny-ts can only be *recovered* with the former).
+
+Text a session file cannot hold: a lone surrogate (a name that is not UTF-8, decoded with ``surrogateescape``)
+makes the store refuse the whole transaction. :func:`make_persistable` replaces them in text the agent did not
+choose, such as a tool's output, before it becomes a fact. :func:`tool_started` writes arguments as
+``JSON.stringify`` would: a number that does not fit a double (``1e400``) is ``null``.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 import uuid6
 
-from tiny_agent_core.session.canonical_json import canonical_digest
+from tiny_agent_core.session.canonical_json import canonical_digest, js_numbers
 from tiny_agent_core.session.reducer import SYNTHETIC_CONTENT
 
 __all__ = [
@@ -40,10 +46,12 @@ __all__ = [
     "compaction_started",
     "configuration_digest",
     "configuration_snapshot",
+    "make_persistable",
     "new_id",
     "operation_aborted",
     "operation_completed",
     "operation_failed",
+    "planned_result",
     "routing_identity",
     "run_started",
     "source_digest",
@@ -76,6 +84,30 @@ def _message(message: MessageLike) -> dict[str, Any]:
     if isinstance(message, Mapping):
         return dict(message)
     return message.as_dict()
+
+
+_SURROGATES = re.compile("[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]")
+
+
+def make_persistable(text: str) -> tuple[str, int]:
+    """``text`` as a session file can hold it, and how many lone surrogates were replaced by U+FFFD.
+
+    A high surrogate followed by a low one is joined into its character (not counted); every other surrogate
+    code point (e.g. ``\\udcff`` from a file name decoded with ``surrogateescape``) becomes U+FFFD.
+    """
+    if text.isascii() or _SURROGATES.search(text) is None:
+        return text, 0
+    replaced = 0
+
+    def repair(found: re.Match[str]) -> str:
+        nonlocal replaced
+        unit = found.group()
+        if len(unit) == 2:
+            return unit.encode("utf-16", "surrogatepass").decode("utf-16")
+        replaced += 1
+        return "\ufffd"
+
+    return _SURROGATES.sub(repair, text), replaced
 
 
 def new_id() -> str:
@@ -238,6 +270,30 @@ def synthetic_result(
     )
 
 
+def planned_result(step_id: str, item: Mapping[str, Any]) -> Fact:
+    """The fact for one result of a planner ``appendSynthetic`` plan in step ``step_id``: the ``interrupted``
+    result of a started tool (it has ``toolStartedId``), else a pre-execution synthetic result with a new id."""
+    if item.get("toolStartedId"):
+        return tool_result(
+            step_id=step_id,
+            tool_started_id=item["toolStartedId"],
+            result_entry_id=item["resultEntryId"],
+            tool_call_id=item["toolCallId"],
+            tool_name=item["toolName"],
+            content="",
+            result="interrupted",
+        )
+    return synthetic_result(
+        step_id=step_id,
+        assistant_entry_id=item["assistantEntryId"],
+        tool_index=item["toolIndex"],
+        tool_call_id=item["toolCallId"],
+        tool_name=item["toolName"],
+        reason=item["reason"],
+        entry_id=new_id(),
+    )
+
+
 def compaction_entry(
     *,
     result_entry_id: str,
@@ -349,7 +405,11 @@ def tool_started(
     environment_identity: str,
     result_entry_id: str,
 ) -> Fact:
-    """Intent before effect: written before the tool runs; reserves ``result_entry_id``."""
+    """Intent before effect: written before the tool runs; reserves ``result_entry_id``.
+
+    ``arguments`` are written as ``JSON.stringify`` would write them (numbers that do not fit a double are
+    ``null``), so arguments read from a call such as ``{"n": 1e400}`` can always be recorded.
+    """
     return _record(
         {
             "type": "toolStarted",
@@ -359,7 +419,7 @@ def tool_started(
             "toolIndex": tool_index,
             "toolCallId": tool_call_id,
             "toolName": tool_name,
-            "arguments": dict(arguments),
+            "arguments": js_numbers(dict(arguments)),
             "replay": replay,
             "replayKey": replay_key,
             "environmentIdentity": environment_identity,

@@ -11,7 +11,10 @@ Compared with the reference store this one
 * holds an exclusive OS lock (``flock``) on the file while it is open for writing, so a second writer, in this
   process or another, gets :class:`SessionLockedError`; ``read_only`` opening takes no lock and always works;
 * is durable against power loss as well as process crashes (``fsync`` of the file after every append, of the
-  directory after creating a file).
+  directory after creating a file);
+* creates a file atomically: it appears with its complete header or not at all (a full disk leaves nothing);
+* refuses, before writing anything, a transaction that has no valid JSON line (a lone surrogate, NaN/±inf),
+  with :class:`TransactionRejectedError` ``MALFORMED_JSON``, as the reducer would reject it.
 
 Files live in ``<workspace>/.tiny-agent/sessions/<UTC stamp with ':' and '.' → '-'>_<uuidv7>.jsonl``, are
 created exclusively with mode 0600 and re-chmodded to 0600 on every writable open. Opening for writing truncates
@@ -45,6 +48,7 @@ __all__ = [
     "SessionStore",
     "environment_identity",
     "find_session",
+    "require_header_line",
     "session_file_name",
     "sessions_directory",
 ]
@@ -54,6 +58,8 @@ _UUID7_ANY_CASE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-
 _FILE_NAME = re.compile(r".+_([0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12})\.jsonl")
 _DUMPS = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 CommitObserver = Callable[[list[dict[str, Any]]], None]
+# link() errors of file systems without hard links (FAT, exFAT, some network shares): rename() instead.
+_NO_HARD_LINKS = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EMLINK})
 
 
 def environment_identity(workspace: str | os.PathLike[str], environ: Mapping[str, str] | None = None) -> str:
@@ -72,6 +78,24 @@ def session_file_name(created: datetime, session_id: str) -> str:
     created = created.astimezone(UTC)
     stamp = created.strftime("%Y-%m-%dT%H-%M-%S") + f"-{created.microsecond // 1000:03d}Z"
     return f"{stamp}_{session_id}.jsonl"
+
+
+def require_header_line(data: bytes, name: str) -> None:
+    """Raise ``MISSING_HEADER`` (line 1, the reducer's verdict) with a message a user can act on when ``data``, the
+    bytes of session file ``name``, has no complete line: a creation that never finished.
+
+    Versions before atomic creation could leave such a file (0 bytes, or part of the header) when the disk filled
+    up while a session was created. It holds no session data; it is safe to delete, and nothing else repairs it.
+    """
+    if b"\n" not in data:
+        raise SessionCorruption(
+            "MISSING_HEADER",
+            1,
+            message=(
+                f"Session file {name} has no complete line ({len(data)} bytes), so it holds no session data: "
+                "its creation never finished (e.g. the disk was full). It can be deleted."
+            ),
+        )
 
 
 def find_session(workspace: str | os.PathLike[str], session_id: str) -> Path:
@@ -124,6 +148,42 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
+def _create_complete(directory: Path, path: Path, header_line: bytes, session_id: str) -> int:
+    """Create ``path`` holding ``header_line``, atomically; returns its fd, open for appending and locked.
+
+    The header goes to ``.<name>.<random>.tmp`` (mode 0600, exclusive) and is fsynced; then the temporary name is
+    hard-linked to ``path`` (``FileExistsError`` if it exists) and removed, and the folder is fsynced. Where the
+    file system has no hard links, ``rename`` is used after checking that ``path`` does not exist. On any
+    failure both names are removed and the error is re-raised.
+    """
+    temporary = directory / f".{path.name}.{os.urandom(6).hex()}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(temporary, flags, 0o600)
+    created: list[Path] = [temporary]
+    try:
+        os.fchmod(fd, 0o600)
+        _lock(fd, temporary, session_id)
+        _write_all(fd, header_line)
+        os.fsync(fd)
+        try:
+            os.link(temporary, path, follow_symlinks=False)
+        except OSError as error:
+            if error.errno not in _NO_HARD_LINKS or os.path.lexists(path):
+                raise
+            os.rename(temporary, path)
+        created.append(path)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        _fsync_directory(directory)
+    except BaseException:
+        os.close(fd)
+        for name in created:
+            with contextlib.suppress(OSError):
+                os.unlink(name)
+        raise
+    return fd
+
+
 def _lock(fd: int, path: Path, session_id: str) -> None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -169,7 +229,10 @@ class SessionStore:
         """Create a new session file in ``workspace`` and open it for writing.
 
         The header has exactly the reference's 8 keys; ``cwd`` defaults to the workspace's realpath and
-        ``environment`` to :func:`environment_identity`. The file is created exclusively with mode 0600.
+        ``environment`` to :func:`environment_identity`. The file appears complete or not at all: the header is
+        written and fsynced under a temporary name, then hard-linked to the session's name (which never replaces
+        an existing file). Any failure (a full disk, a read-only folder) leaves no file behind and raises
+        :class:`SessionError`.
         """
         created = now or datetime.now(UTC)
         identifier = session_id or new_id()
@@ -184,26 +247,21 @@ class SessionStore:
             "model": model,
             "environmentIdentity": environment or environment_identity(workspace),
         }
-        line = (_DUMPS(header) + "\n").encode("utf-8")
+        line = (_DUMPS(header) + "\n").encode("utf-8", "surrogatepass")  # the reducer refuses a lone surrogate
         try:
             state = reduce_session(line)
         except SessionCorruption as error:
             raise ValueError(f"invalid session header ({error.code}): {header}") from error
         requested = sessions_directory(workspace)
-        requested.mkdir(parents=True, exist_ok=True, mode=0o700)
-        directory = Path(os.path.realpath(requested))
-        path = directory / session_file_name(created, identifier)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(path, flags, 0o600)
         try:
-            os.fchmod(fd, 0o600)
-            _lock(fd, path, identifier)
-            _write_all(fd, line)
-            os.fsync(fd)
-            _fsync_directory(directory)
-        except BaseException:
-            os.close(fd)
-            raise
+            requested.mkdir(parents=True, exist_ok=True, mode=0o700)
+            directory = Path(os.path.realpath(requested))
+            path = directory / session_file_name(created, identifier)
+            fd = _create_complete(directory, path, line, identifier)
+        except OSError as error:
+            raise SessionError(
+                f"Could not create session {identifier} in {requested}: {error.strerror or error}"
+            ) from error
         return cls(path, state, fd)
 
     @classmethod
@@ -213,7 +271,8 @@ class SessionStore:
         For writing (the default): take the exclusive lock (:class:`SessionLockedError` if another writer has
         it), reduce the file (:class:`SessionCorruption` if it is corrupt), check that the header id is the id
         in the file name, truncate a torn tail and re-chmod to 0600. ``read_only=True`` only reads and reduces;
-        a torn tail is ignored, not repaired.
+        a torn tail is ignored, not repaired. A file without a complete header line is ``MISSING_HEADER`` with a
+        message that says it can be deleted (:func:`require_header_line`).
         """
         path = Path(path)
         match = _FILE_NAME.fullmatch(path.name)
@@ -222,6 +281,7 @@ class SessionStore:
         if read_only:
             with open(path, "rb") as handle:
                 data = handle.read()
+            require_header_line(data, path.name)
             state = reduce_session(data)
             cls._check_name(state, match.group(1))
             return cls(path, state, None)
@@ -231,6 +291,7 @@ class SessionStore:
                 raise SessionError(f"Not a regular file: {path}")
             _lock(fd, path, match.group(1))
             data = _read_all(fd)
+            require_header_line(data, path.name)
             state = reduce_session(data)
             cls._check_name(state, match.group(1))
             if state.repaired_length != len(data):
@@ -325,10 +386,11 @@ class SessionStore:
                 committed.append(fact)
             line_no = state.line_count + 1
             try:
-                text = _DUMPS(committed[0] if len(committed) == 1 else committed)
-            except (TypeError, ValueError) as error:
+                # A non-JSON value, NaN/±inf, too deep a nesting, or a lone surrogate (UnicodeEncodeError): the
+                # line could not be written as valid JSON, so it is refused before anything is written.
+                line = _DUMPS(committed[0] if len(committed) == 1 else committed).encode("utf-8")
+            except (TypeError, ValueError, RecursionError) as error:
                 raise TransactionRejectedError("MALFORMED_JSON", line_no) from error
-            line = text.encode("utf-8", "surrogatepass")
             old_length = state.repaired_length
             try:
                 staged = stage_transaction(state, line, line_no)

@@ -75,8 +75,13 @@ def test_create_is_exclusive(tmp_path: Path) -> None:
     now = datetime(2026, 1, 1, tzinfo=UTC)
     identifier = facts.new_id()
     SessionStore.create(tmp_path, model="m", now=now, session_id=identifier).close()
-    with pytest.raises(FileExistsError):
-        SessionStore.create(tmp_path, model="m", now=now, session_id=identifier)
+    existing = next((tmp_path / ".tiny-agent" / "sessions").iterdir())
+    before = existing.read_bytes()
+    with pytest.raises(SessionError, match="File exists") as caught:
+        SessionStore.create(tmp_path, model="m", now=now, session_id=identifier, provider="other")
+    assert isinstance(caught.value.__cause__, FileExistsError)
+    assert [path.name for path in existing.parent.iterdir()] == [existing.name]  # no temporary file left
+    assert existing.read_bytes() == before
 
 
 def test_create_rejects_a_bad_header_without_creating_a_file(tmp_path: Path) -> None:
