@@ -9,8 +9,9 @@ The server runs an asyncio loop in a background thread, so it works the same fro
         server.requests[0].json()          # what the client sent
         server.requests[0].wait_closed(5)  # True once the client closed the connection early
 
-A :class:`Reply` is a status line, headers and a list of steps: :class:`Send` (bytes), :class:`Sleep` (a
-stall, cut short when the client goes away) and :class:`Abort` (close the connection mid-response). Bodies are
+A :class:`Reply` is a status line, headers and a list of steps: :class:`Send` (bytes), :class:`Generate` (bytes
+made lazily as the client reads them, for bodies too big to hold), :class:`Sleep` (a stall, cut short when the
+client goes away) and :class:`Abort` (close the connection mid-response). Bodies are
 framed by ``Content-Length`` (``"length"``), chunked transfer encoding (``"chunked"``), end of connection
 (``"close"``) or not at all (``"raw"``: the steps' bytes go out as written, for malformed chunk framing).
 Every response says ``Connection: close``: one request per connection, so each request's fate is observable.
@@ -56,6 +57,16 @@ class Send:
 
 
 @dataclass(frozen=True)
+class Generate:
+    """Write the pieces ``pieces()`` yields, each when the client has taken the previous one (flow control), so a
+    body of hundreds of MB is never held in memory; each piece is one chunk when the framing is chunked."""
+
+    pieces: Callable[[], Iterable[bytes]]
+    size: int = 0
+    """The total size of the pieces, for ``Content-Length`` framing."""
+
+
+@dataclass(frozen=True)
 class Sleep:
     """Pause the response (a stall); ends early when the client closes the connection."""
 
@@ -69,7 +80,7 @@ class Abort:
     reset: bool = False
 
 
-Step = Send | Sleep | Abort
+Step = Send | Generate | Sleep | Abort
 
 
 @dataclass
@@ -409,6 +420,7 @@ class LoopbackServer:
         head += [f"{name}: {value}" for name, value in reply.headers.items()]
         if reply.framing == "length" and "content-length" not in names:
             size = sum(len(step.data) for step in reply.steps if isinstance(step, Send))
+            size += sum(step.size for step in reply.steps if isinstance(step, Generate))
             head.append(f"content-length: {size}")
         elif reply.framing == "chunked":
             head.append("transfer-encoding: chunked")
@@ -418,7 +430,7 @@ class LoopbackServer:
         # ``response_complete`` is set just before the final bytes are queued, so a client that closes right
         # after reading everything never counts as an early close.
         aborts = any(isinstance(step, Abort) for step in reply.steps)
-        sends = [i for i, step in enumerate(reply.steps) if isinstance(step, Send)]
+        sends = [i for i, step in enumerate(reply.steps) if isinstance(step, Send | Generate)]
         final_send = sends[-1] if sends and reply.framing != "chunked" and not aborts else None
         if not sends and reply.framing != "chunked" and not aborts:
             request.response_complete = True
@@ -427,6 +439,17 @@ class LoopbackServer:
                 return
             if isinstance(step, Sleep):
                 await pause(step.seconds)
+            elif isinstance(step, Generate):
+                for piece in step.pieces():
+                    if closed.is_set():
+                        return
+                    if piece:
+                        writer.write(
+                            f"{len(piece):x}\r\n".encode() + piece + b"\r\n" if reply.framing == "chunked" else piece
+                        )
+                        await writer.drain()
+                if index == final_send:
+                    request.response_complete = True
             elif isinstance(step, Abort):
                 if step.reset:
                     writer.transport.abort()

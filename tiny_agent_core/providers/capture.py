@@ -231,6 +231,12 @@ class CaptureRecorder:
             self.capture.timings.first_byte_ms = self._elapsed()
         self._response.add(text)
 
+    def body_bytes(self, data: bytes) -> None:
+        """A whole response body arrived; only the part the cap keeps is decoded (the rest is only counted)."""
+        head = data[: max(self._response.limit - self._response.kept, 0)]
+        self.body_text(head.decode("utf-8", errors="replace"))
+        self._response.dropped += len(data) - len(head)
+
     def sse_event(self) -> None:
         """One SSE event was decoded."""
         self.capture.sse_events += 1

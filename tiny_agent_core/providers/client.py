@@ -299,7 +299,7 @@ class ChatStream:
                     recorder.response_started(response.status_code, response.headers)
                     if response.status_code >= 400:
                         body, complete = await read_body(response, limits.response_bytes, deadline)
-                        recorder.body_text(body.decode("utf-8", errors="replace"))
+                        recorder.body_bytes(body)
                         error = http_error(response.status_code, body, response.headers)
                         if not complete:
                             cut = describe_size(limits.response_bytes)
@@ -337,7 +337,7 @@ class ChatStream:
                     else:
                         # A JSON body: streaming is off, or the server answered a stream request with JSON.
                         body, complete = await read_body(response, limits.response_bytes, deadline)
-                        recorder.body_text(body.decode("utf-8", errors="replace"))
+                        recorder.body_bytes(body)
                         if not complete:
                             raise body_too_large(profile.base_url, limits.response_bytes)
                         result = normalize_response_body(body, limits=limits)
