@@ -1,36 +1,53 @@
-# The two commands a newcomer needs: `make run` and `make test`.
+# The two commands a newcomer needs: `make run` and `make test`; `make bundle` builds the desktop app.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: venv run test lint typecheck contracts pytest clean
+.PHONY: venv test-venv run test lint typecheck contracts pytest bundle bundle-test clean
 
+# The app and its runtime dependencies only: enough for `make run`.
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e .
 	touch $(STAMP)
+
+# The test tools (pytest, hypothesis, ruff, mypy, import-linter) on top, for the checks.
+test-venv: $(TEST_STAMP)
+
+$(TEST_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(TEST_STAMP)
 
 run: venv
 	$(BIN)/tiny-agent-gui
 
-lint: venv
-	$(BIN)/ruff check tiny_agent_core tiny_agent_gui tests benchmarks
-	$(BIN)/ruff format --check tiny_agent_core tiny_agent_gui tests benchmarks
+lint: test-venv
+	$(BIN)/ruff check tiny_agent_core tiny_agent_gui tests benchmarks packaging
+	$(BIN)/ruff format --check tiny_agent_core tiny_agent_gui tests benchmarks packaging
 
-typecheck: venv
+typecheck: test-venv
 	$(BIN)/mypy tiny_agent_core
 
-contracts: venv
+contracts: test-venv
 	$(BIN)/lint-imports
 
-pytest: venv
+pytest: test-venv
 	$(BIN)/python -m pytest -q
 
 test: lint typecheck contracts pytest
 
+# The double-click app: dist/tiny-agent-desktop/ and its tarball (packaging/README.md).
+bundle:
+	packaging/build.sh
+
+# Build the bundle, then start it, install it into a temporary HOME and check the launcher entry.
+bundle-test: bundle
+	packaging/smoke_test.sh
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist

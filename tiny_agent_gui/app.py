@@ -1,8 +1,9 @@
 """Application bootstrap: QApplication, the qasync event loop, the core services, the main window.
 
-``tiny-agent-gui [--workspace DIR] [--screenshot PNG]``: ``--workspace`` adds a folder with tiny-agent sessions;
-``--screenshot`` renders the window once it is painted, saves it and quits (for the README and for checking the
-window under Xvfb or offscreen).
+The command line is parsed by :mod:`tiny_agent_gui.launcher` (which checks the system and sets up the log before
+Qt starts); :func:`run` starts the window: ``--workspace`` adds a folder with tiny-agent sessions; ``--screenshot``
+renders the window once it is painted, saves it and quits (for the README, the bundle smoke test and for checking
+the window under Xvfb or offscreen).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from tiny_agent_core.settings import AppSettings, config_dir
 from tiny_agent_core.tools.approval import ToolSettings
 from tiny_agent_gui.event_loop import HookedQEventLoop
 from tiny_agent_gui.garbage import GuiThreadCollector
+from tiny_agent_gui.logs import log_file
 from tiny_agent_gui.main_window import MainWindow, Services
 from tiny_agent_gui.settings import ProviderCalls, SettingsDialog
 
@@ -69,7 +71,7 @@ def _install_excepthook(window: MainWindow) -> None:
     def hook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
         _log.error("unhandled error", exc_info=(kind, value, tb))
         text = "".join(traceback.format_exception_only(kind, value)).strip()
-        window.show_banner(f"Unexpected error (please report it): {text}")
+        window.show_banner(window.with_log_hint(f"Unexpected error (please report it): {text}"))
 
     sys.excepthook = hook
 
@@ -79,7 +81,8 @@ async def _run(app: QApplication, args: argparse.Namespace) -> int:
         try:
             services = make_services(client)
         except LedgerError as error:
-            QMessageBox.critical(None, "tiny-agent desktop", str(error))
+            _log.error("the index cannot be opened: %s", error)
+            QMessageBox.critical(None, "tiny-agent desktop", f"{error}\n\nThe log file: {log_file()}")
             return 1
         window = MainWindow(services)
         attach_settings_dialog(window)
@@ -102,12 +105,14 @@ async def _run(app: QApplication, args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``tiny-agent-gui`` script."""
-    parser = argparse.ArgumentParser(prog="tiny-agent-gui", description=__doc__)
-    parser.add_argument("--workspace", type=Path, help="a folder with tiny-agent sessions to open")
-    parser.add_argument("--screenshot", type=Path, help="save a PNG of the window once painted, then quit")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING)
+    """Entry point of the ``tiny-agent-gui`` script (the same as :func:`tiny_agent_gui.launcher.main`)."""
+    from tiny_agent_gui.launcher import main as launch
+
+    return launch(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Start Qt and the window for the parsed command line (see :func:`tiny_agent_gui.launcher.parser`)."""
     app = QApplication.instance() or QApplication(sys.argv[:1])
     assert isinstance(app, QApplication)
     app.setApplicationName("tiny-agent desktop")

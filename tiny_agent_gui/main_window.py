@@ -7,16 +7,19 @@ display models; it holds no business rules. Every action has a menu entry with a
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
+import PySide6
 import shiboken6
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtCore import Qt, QUrl, qVersion
+from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
+    QApplication,
     QFileDialog,
     QHBoxLayout,
     QLabel,
@@ -40,14 +43,19 @@ from tiny_agent_core.timeline import NoticeItem, Timeline, UserItem
 from tiny_agent_core.tools.approval import ToolSettings
 from tiny_agent_core.usage import Usage
 from tiny_agent_core.workbench import OpenedSession
+from tiny_agent_gui.about_dialog import AboutDialog
 from tiny_agent_gui.approval_dialog import DialogApprover
 from tiny_agent_gui.cost.formatting import cost_text, rate_text
 from tiny_agent_gui.cost.view import CostView
+from tiny_agent_gui.diagnostics import Diagnostics, collect, settings_summary
 from tiny_agent_gui.inspector import InspectorPane
+from tiny_agent_gui.logs import LOG_FILE_NAME, log_dir
 from tiny_agent_gui.session_controller import Connection, SessionController
 from tiny_agent_gui.sessions.pane import SessionListPane
 from tiny_agent_gui.transcript import Composer, TranscriptView
 from tiny_agent_gui.welcome import WelcomeView
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -83,6 +91,8 @@ class MainWindow(QMainWindow):
         self._closing: asyncio.Future[None] | None = None
         self._shut_down = False
         self._last_step_usage: Usage | None = None
+        self.about_dialog: AboutDialog | None = None
+        self._diagnostics_task: asyncio.Future[Diagnostics] | None = None
         self._build_panes()
         self._build_menus()
         self._wire()
@@ -198,6 +208,13 @@ class MainWindow(QMainWindow):
         ):
             view_menu.addAction(action)
 
+        help_menu = menu.addMenu("&Help")
+        self.about_action = self._action("&About tiny-agent desktop…", None, self.show_about)
+        self.open_log_action = self._action("Open &Log Folder", None, self.open_log_folder)
+        self.copy_diagnostics_action = self._action("&Copy Diagnostics", None, self.copy_diagnostics)
+        for action in (self.about_action, self.open_log_action, self.copy_diagnostics_action):
+            help_menu.addAction(action)
+
     def _wire(self) -> None:
         bridge = self.controller.bridge
         model = self.transcript.transcript_model()
@@ -212,11 +229,9 @@ class MainWindow(QMainWindow):
         self.controller.session_opened.connect(self._session_opened)
         self.controller.busy_changed.connect(self._busy_changed)
         self.controller.finished.connect(self._finished)
-        self.controller.failed.connect(lambda message: self.show_banner(message))
+        self.controller.failed.connect(self._failed)
         self.controller.recovery_blocked.connect(self._recovery_blocked)
-        self.controller.unfinished.connect(
-            lambda message: self.show_banner(message, "Recover", self.controller.recover)
-        )
+        self.controller.unfinished.connect(self._unfinished)
         bridge.tool_started.connect(lambda event: self.statusBar().showMessage(f"Running {event.name}…"))
         bridge.tool_output.connect(self._tool_output)
         bridge.tool_finished.connect(lambda event: self.statusBar().clearMessage())
@@ -322,6 +337,74 @@ class MainWindow(QMainWindow):
             self.banner_action.setText(action)
         self.banner.show()
 
+    @staticmethod
+    def with_log_hint(message: str) -> str:
+        """``message`` plus where the details are: the log file (Help › Open Log Folder)."""
+        return f"{message} (Details in the log: Help › Open Log Folder, {LOG_FILE_NAME}.)"
+
+    # -- help -------------------------------------------------------------------------------------------------
+
+    def diagnostics(self) -> asyncio.Future[Diagnostics]:
+        """Gather the diagnostics in a worker thread (the keyring and sandbox checks may block); the settings are
+        summarised here, on the GUI thread that owns them."""
+        summary = settings_summary(self.services.settings)
+        toolkit = f"{qVersion()} (PySide6 {PySide6.__version__})"
+        loop = asyncio.get_event_loop()
+        task = loop.run_in_executor(None, collect, summary, toolkit)
+        self._diagnostics_task = task
+        return task
+
+    def show_about(self) -> None:
+        """Open the About dialog; its rows fill in once the diagnostics are gathered."""
+        if self.about_dialog is not None and shiboken6.isValid(self.about_dialog):
+            self.about_dialog.raise_()
+            self.about_dialog.activateWindow()
+            return
+        dialog = AboutDialog(QApplication.windowIcon(), self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.copyDiagnosticsRequested.connect(self.copy_diagnostics)
+        dialog.openLogFolderRequested.connect(self.open_log_folder)
+        self.about_dialog = dialog
+        task = self.diagnostics()
+
+        def done(future: asyncio.Future[Diagnostics]) -> None:
+            if not shiboken6.isValid(dialog):
+                return
+            error = future.exception() if not future.cancelled() else None
+            if future.cancelled() or error is not None:
+                _log.warning("gathering diagnostics failed: %s", error)
+                dialog.set_failed(str(error or "cancelled"))
+            else:
+                dialog.set_diagnostics(future.result())
+
+        task.add_done_callback(done)
+        dialog.open()
+
+    def open_log_folder(self) -> None:
+        """Show the log folder in the file manager (it is created if missing)."""
+        folder = log_dir()
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            self.show_banner(f"The log folder {folder} cannot be created: {error}")
+            return
+        if not QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder))):
+            self.show_banner(f"No file manager could open the log folder: {folder}")
+
+    def copy_diagnostics(self) -> None:
+        """Copy the diagnostics (versions, platform, folders, settings without secrets) to the clipboard."""
+        task = self.diagnostics()
+
+        def done(future: asyncio.Future[Diagnostics]) -> None:
+            if future.cancelled() or future.exception() is not None:
+                _log.warning("gathering diagnostics failed: %s", None if future.cancelled() else future.exception())
+                return
+            if shiboken6.isValid(self):
+                QGuiApplication.clipboard().setText(future.result().as_text())
+                self.statusBar().showMessage("Diagnostics copied to the clipboard", 5000)
+
+        task.add_done_callback(done)
+
     def _banner_clicked(self) -> None:
         callback = self._banner_callback
         self.banner.hide()
@@ -409,8 +492,17 @@ class MainWindow(QMainWindow):
         if lines:
             self.statusBar().showMessage(f"{getattr(event, 'name', 'tool')}: {lines[-1][:200]}")
 
+    def _failed(self, message: str) -> None:
+        _log.warning("operation failed: %s", message)
+        self.show_banner(self.with_log_hint(message))
+
+    def _unfinished(self, message: str) -> None:
+        _log.info("session has an unfinished operation: %s", message)
+        self.show_banner(self.with_log_hint(message), "Recover", self.controller.recover)
+
     def _recovery_blocked(self, message: str) -> None:
-        self.show_banner(message, "Abort Unfinished Operation", self.controller.abandon)
+        _log.warning("recovery blocked: %s", message)
+        self.show_banner(self.with_log_hint(message), "Abort Unfinished Operation", self.controller.abandon)
 
     def _update_status(self) -> None:
         config = self.services.settings.active()

@@ -1,0 +1,90 @@
+"""The ``tiny-agent-gui`` command: options that need no window, the system check, the log, then the window.
+
+``tiny-agent-gui [--workspace DIR] [--screenshot PNG]`` starts the window (``--screenshot`` saves a PNG of it once
+painted and quits). ``--version``, ``--install-desktop-entry``, ``--remove-desktop-entry`` and ``--check-system``
+answer without starting Qt. Before Qt starts, :func:`tiny_agent_gui.system_check.check` makes sure the display and
+the xcb plugin's libraries are there: if not, one line names what is missing and the exit status is 2 (instead of
+Qt's misleading message and an abort).
+
+This module imports no Qt, so these options work (and fail clearly) where Qt cannot load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import platform
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from tiny_agent_gui import desktop_entry, system_check
+from tiny_agent_gui.diagnostics import app_version
+from tiny_agent_gui.logs import setup_logging
+
+__all__ = ["main", "parser"]
+
+_log = logging.getLogger(__name__)
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line of ``tiny-agent-gui``."""
+    result = argparse.ArgumentParser(
+        prog="tiny-agent-gui", description="tiny-agent desktop: run a coding agent and see what it did and cost."
+    )
+    result.add_argument("--version", action="store_true", help="print the version and exit")
+    result.add_argument("--workspace", type=Path, help="a folder with tiny-agent sessions to open")
+    result.add_argument("--screenshot", type=Path, help="save a PNG of the window once painted, then quit")
+    result.add_argument(
+        "--install-desktop-entry",
+        action="store_true",
+        help="add tiny-agent desktop to the desktop's application launcher (entry, icons, AppStream file) and exit",
+    )
+    result.add_argument(
+        "--remove-desktop-entry", action="store_true", help="remove what --install-desktop-entry added and exit"
+    )
+    result.add_argument(
+        "--check-system",
+        action="store_true",
+        help="check the display and the system libraries the window needs, print the result and exit (2: missing)",
+    )
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``tiny-agent-gui`` script and of the bundle."""
+    args = parser().parse_args(argv)
+    if args.version:
+        print(f"tiny-agent-gui {app_version()}")
+        return 0
+    if args.install_desktop_entry or args.remove_desktop_entry:
+        layout = desktop_entry.Layout.for_user()
+        if args.remove_desktop_entry:
+            removed = desktop_entry.remove(layout)
+            print(f"removed {len(removed)} files of the desktop entry from {layout.data_home}")
+        else:
+            written = desktop_entry.install(layout)
+            command = desktop_entry.launch_command()[0]
+            print(f"installed {layout.desktop_file} (Exec={command}) and {len(written) - 1} icon and AppStream files")
+        return 0
+    problem = system_check.check()
+    if args.check_system:
+        print(problem or "tiny-agent-gui: the display and the libraries the window needs are there")
+        return 2 if problem else 0
+    if problem is not None:
+        print(problem, file=sys.stderr)
+        return 2
+    log_path = setup_logging()
+    _log.info(
+        "tiny-agent desktop %s starting (Python %s, %s%s), log %s",
+        app_version(),
+        platform.python_version(),
+        platform.platform(),
+        ", bundle" if getattr(sys, "frozen", False) else "",
+        log_path,
+    )
+    from tiny_agent_gui.app import run  # Qt is imported only now
+
+    status = run(args)
+    _log.info("tiny-agent desktop exiting with status %s", status)
+    return status
