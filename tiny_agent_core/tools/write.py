@@ -28,7 +28,7 @@ from tiny_agent_core.tools.base import BuiltinTool, Preview, ToolError, describe
 from tiny_agent_core.tools.guard import Located, WorkspaceGuard
 from tiny_agent_core.tools.read import read_whole, require_regular
 
-__all__ = ["VCS_FOLDERS", "WriteTool", "atomic_write", "diff_preview", "unified_diff"]
+__all__ = ["VCS_FOLDERS", "WriteTool", "atomic_write", "diff_preview", "target_warnings", "unified_diff"]
 
 PREVIEW_MAX_FILE = 2 * 1024 * 1024
 """Files larger than this get no diff preview (the prompt says so instead); they are not read for it."""

@@ -127,4 +127,3 @@ async def test_edit_limit_is_inclusive(tmp_path: Path, monkeypatch: pytest.Monke
     outcome = await tool.execute({"path": "f.txt", "edits": EDITS})
     assert outcome.content == "Error: f.txt is too large to edit (more than 10 bytes)."
     assert (tmp_path / "f.txt").read_text() == "a234567890\n"
-
