@@ -8,7 +8,8 @@ turns facts into a flat list of immutable items, in file order:
 * :class:`AssistantItem` — an assistant message with the :class:`StepInfo` of the model request that produced it;
 * :class:`ToolItem` — one tool call of an assistant message, inserted right after it (status ``pending``), then
   updated in place as it is started (``running``) and answered (``success``, ``error`` or a synthetic reason
-  such as ``interrupted`` or ``aborted``);
+  such as ``interrupted`` or ``aborted``), with the :class:`~tiny_agent_core.tool_outcomes.Outcome` a person means
+  (a ``bash`` exit code, a denial) and a one-line summary;
 * :class:`CompactionItem` — a ``/compact`` result;
 * :class:`NoticeItem` — an operation that failed or was aborted (the error shown inline).
 
@@ -38,6 +39,7 @@ from tiny_agent_core.errors import StepLimitError
 from tiny_agent_core.ledger.requests import RequestRow, session_requests
 from tiny_agent_core.session.reducer import reduce_session
 from tiny_agent_core.session.state import SessionHeader, SessionState
+from tiny_agent_core.tool_outcomes import FileDiff, Outcome, call_diff, call_outcome, call_summary
 from tiny_agent_core.usage import Usage
 
 __all__ = [
@@ -177,6 +179,18 @@ class ToolItem:
     """``finished_at - started_at`` for a started tool that has a result."""
     tool_started_id: str | None = None
     result_entry_id: str | None = None
+    outcome: Outcome | None = None
+    """How the call ended (``ok``, ``exit``, ``denied``, …), derived from the result; ``None`` until answered."""
+
+    @property
+    def summary(self) -> str:
+        """The call in one line: ``edit greet.py +1 −1``, ``bash pytest -q → exit 1 · 401 lines``, …"""
+        return call_summary(self.name, self.arguments, self.arguments_text, self.outcome, self.result_text)
+
+    @property
+    def diff(self) -> FileDiff | None:
+        """What an ``edit`` or ``write`` changes (from the executed arguments); ``None`` for other calls."""
+        return call_diff(self.name, self.arguments)
 
     @property
     def synthetic(self) -> bool:
@@ -471,6 +485,7 @@ class Timeline:
                 item,
                 status=status,
                 result_text=message["content"],
+                outcome=call_outcome(item.name, status, message["content"]),
                 finished_at=timestamp,
                 duration_ms=duration,
                 result_entry_id=entry_id,
