@@ -12,6 +12,7 @@ bounded) and returned stdout first, as the reference does. Results are returned,
 Output over 2,000 lines or 50 KiB keeps a tail of at most 50 KiB (from a UTF-8 boundary) and 2,000 lines; the
 whole captured output goes to ``<workspace>/.tiny-agent/tool-output/<uuid4>.log`` and the note
 ``\\n\\n[Showing lines S-N of N. Full output: <absolute path>]`` follows.
+(When the file cannot be written, the path is replaced by ``not saved (<reason>)``.)
 
 Spilled files are created 0600 in 0700 folders without following symlinks, and writing one prunes the folder:
 files older than :data:`SPILL_MAX_AGE` go, then the oldest until at most :data:`SPILL_MAX_FILES` files and
@@ -20,7 +21,8 @@ files older than :data:`SPILL_MAX_AGE` go, then the oldest until at most :data:`
 The child gets only the secret-free environment of :mod:`~tiny_agent_core.tools.environment`. Where bubblewrap
 works (and unless the tool is built with ``sandbox=False``) it runs in the sandbox of
 :mod:`~tiny_agent_core.tools.sandbox`: read-only system, writable workspace, its own PID namespace, and no
-network with ``network=False``; :attr:`BashTool.sandbox` says whether, and why not.
+network with ``network=False``; :attr:`BashTool.sandbox` says whether, and why not. bwrap reports a command
+killed by signal N as exit code 128+N, so sandboxed that reads ``Command exited with code 137``, not a signal name.
 
 The whole process group is SIGKILLed on cancel, timeout and cap, *and* after a normal exit, so a command's
 leftover background children (``sleep 1000 &``) die with it; use ``bg`` for servers. The group is killed while
@@ -232,10 +234,13 @@ async def limit_output(output: str, workspace: Path, *, complete: bool = True) -
     if len(tail_lines) > MAX_TOOL_LINES:
         tail_lines = tail_lines[-MAX_TOOL_LINES:]
     first = max(1, len(lines) - len(tail_lines) + 1)
-    path = await asyncio.to_thread(_spill, workspace, encoded)
     label = "Full output" if complete else CAP_LABEL
+    try:
+        where = str(await asyncio.to_thread(_spill, workspace, encoded))
+    except OSError as error:  # e.g. a symlink planted at the spill folder: keep the tail, say why there is no copy
+        where = f"not saved ({SPILL_FOLDER}: {error.strerror or error})"
     tail = "\n".join(tail_lines)
-    return f"{tail}\n\n[Showing lines {first}-{len(lines)} of {len(lines)}. {label}: {path}]"
+    return f"{tail}\n\n[Showing lines {first}-{len(lines)} of {len(lines)}. {label}: {where}]"
 
 
 def _spill(workspace: Path, data: bytes) -> Path:

@@ -65,7 +65,7 @@ from tiny_agent_core.tools.base import (
     required_string,
 )
 from tiny_agent_core.tools.private_files import create_private, open_private_folder, open_regular
-from tiny_agent_core.tools.process_tree import become_subreaper, kill_tree
+from tiny_agent_core.tools.process_tree import become_subreaper, group_alive, kill_tree
 from tiny_agent_core.tools.sandbox import Confinement, SandboxStatus
 
 __all__ = ["READ_ONLY_ACTIONS", "BgTool", "bg_directory"]
@@ -99,17 +99,6 @@ def _running(pid: int) -> bool:
         return False
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _group_exists(pgid: int) -> bool:
-    """Whether process group ``pgid`` (> 1) still has a member."""
-    try:
-        os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
@@ -535,7 +524,7 @@ class BgTool(BuiltinTool):
         deadline = time.monotonic() + self.stop_grace
         while time.monotonic() < deadline:
             # our own group is waited for as a whole: sandboxed, its leader (bwrap) exits on SIGTERM at once
-            if owned.settled.is_set() and not _group_exists(group) if owned is not None else not _running(group):
+            if owned.settled.is_set() and not group_alive(group) if owned is not None else not _running(group):
                 break
             time.sleep(0.05)
         # SIGKILL whatever of the group outlived SIGTERM. A group we did not start is signalled only while its

@@ -25,10 +25,11 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["KILL_ROUNDS", "REAP_WITHIN", "RUN_MARKER", "become_subreaper", "kill_tree"]
+__all__ = ["KILL_ROUNDS", "REAP_WITHIN", "RUN_MARKER", "become_subreaper", "group_alive", "kill_tree"]
 
 RUN_MARKER = "TINY_AGENT_RUN"
 """The environment variable carrying a command's run token."""
@@ -64,6 +65,7 @@ def become_subreaper() -> bool:
 class _Process:
     pid: int
     parent: int
+    group: int
     session: int
     zombie: bool
     started: str
@@ -76,18 +78,39 @@ def _stat(pid: int) -> _Process | None:
         return None
     fields = text.rsplit(")", 1)[1].split()
     try:
-        return _Process(pid, int(fields[1]), int(fields[3]), fields[0] in ("Z", "X"), fields[19])
+        return _Process(pid, int(fields[1]), int(fields[2]), int(fields[3]), fields[0] in ("Z", "X"), fields[19])
     except (IndexError, ValueError):
         return None
+
+
+def _processes() -> Iterator[_Process]:
+    with os.scandir("/proc") as entries:
+        for entry in entries:
+            if entry.name.isdigit() and (process := _stat(int(entry.name))) is not None:
+                yield process
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether process group ``pgid`` has a member that is not a zombie (Linux; elsewhere: whether it exists).
+
+    A zombie member (one whose reaper is slow, e.g. a sandbox's ``bwrap`` re-parented to init) does not count.
+    """
+    if sys.platform != "linux":
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    return any(process.group == pgid and not process.zombie for process in _processes())
 
 
 def _descendants(root: int) -> dict[int, _Process]:
     """Every live-or-zombie process below ``root``, by pid."""
     children: dict[int, list[_Process]] = {}
-    with os.scandir("/proc") as entries:
-        for entry in entries:
-            if entry.name.isdigit() and (process := _stat(int(entry.name))) is not None:
-                children.setdefault(process.parent, []).append(process)
+    for process in _processes():
+        children.setdefault(process.parent, []).append(process)
     found: dict[int, _Process] = {}
     pending = [root]
     while pending:

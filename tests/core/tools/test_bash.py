@@ -86,7 +86,9 @@ async def test_timeout_kills_the_group(tmp_path: Path) -> None:
 
 async def test_runaway_output_is_capped_and_killed(tmp_path: Path) -> None:
     started = time.monotonic()
-    text = await BashTool(tmp_path, sandbox=False, max_capture=2_000_000).execute_command("echo $$ > pgid; sleep 1000 & yes", 30, None)
+    text = await BashTool(tmp_path, sandbox=False, max_capture=2_000_000).execute_command(
+        "echo $$ > pgid; sleep 1000 & yes", 30, None
+    )
     assert time.monotonic() - started < 10
     tail, note = text.rsplit("\n\n", 1)
     assert tail.endswith(CAP_NOTE)
@@ -153,5 +155,7 @@ async def test_escaped_daemon_does_not_hang_the_call(tmp_path: Path) -> None:
 async def test_cap_passed_by_a_command_that_exits_at_once(tmp_path: Path) -> None:
     # stderr is written before stdout passes the cap: the group is killed at the cap, so anything the shell would
     # write after it may never be written (that ordering made this test flaky under load).
-    text = await BashTool(tmp_path, sandbox=False, max_capture=1000).execute_command("echo done >&2; printf '%02000d' 0", 5, None)
+    text = await BashTool(tmp_path, sandbox=False, max_capture=1000).execute_command(
+        "echo done >&2; printf '%02000d' 0", 5, None
+    )
     assert text == "0" * 1000 + "done\n\n\n" + CAP_NOTE
