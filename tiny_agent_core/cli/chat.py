@@ -13,6 +13,9 @@
 - Failure, exit 2: the last stderr line is ``{"error": {"kind", "message", "status"?, "retryAfter"?}}``, ``kind``
   one of ``http_error``, ``timeout``, ``connection``, ``malformed``, ``content_filter``, ``provider_error``.
 - ``--timeout`` is the read timeout: the longest time allowed without any byte from the server.
+- Invalid arguments exit 2 with one line ``tiny-agent chat: error: <message>`` on stderr: a base URL that is not
+  ``http``/``https`` with a host (IPv6 in brackets) and a port in 1–65535, a timeout that is not a number of
+  seconds above 0, an empty prompt, a missing key variable.
 
 Nothing is written to disk, and the key never appears in the output.
 """
@@ -26,6 +29,7 @@ import os
 import sys
 from typing import Any
 
+from tiny_agent_core.cli.arguments import base_url, seconds
 from tiny_agent_core.errors import ProviderConfigurationError, ProviderError
 from tiny_agent_core.providers.client import ChatCompleted, ProviderClient, TextDelta, error_summary
 from tiny_agent_core.providers.profiles import ProviderProfile, check_api_key, list_models, profile_for_base_url
@@ -41,11 +45,13 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("prompt", help="the user message")
-    parser.add_argument("--base-url", required=True, help="e.g. https://api.openai.com/v1 or http://localhost:11434/v1")
+    parser.add_argument(
+        "--base-url", required=True, type=base_url, help="e.g. https://api.openai.com/v1 or http://localhost:11434/v1"
+    )
     parser.add_argument("--model", help="model id (default: the first model the server lists)")
     parser.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
     parser.add_argument(
-        "--timeout", type=float, default=120.0, metavar="SECONDS", help="read timeout: longest silence allowed"
+        "--timeout", type=seconds, default=120.0, metavar="SECONDS", help="read timeout: longest silence allowed"
     )
     parser.set_defaults(handler=run_chat, parser=parser)
 
@@ -124,8 +130,6 @@ def run_chat(args: argparse.Namespace) -> int:
     """Handler of ``tiny-agent chat``."""
     if not args.prompt.strip():
         args.parser.error("the prompt is empty")
-    if not args.timeout > 0:
-        args.parser.error("--timeout must be a positive number of seconds")
     profile = profile_for_base_url(args.base_url)
     key = _api_key(args, profile)
     timeouts = Timeouts(connect=min(10.0, args.timeout), read=args.timeout, write=30.0, pool=10.0)

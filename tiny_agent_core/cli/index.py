@@ -1,7 +1,9 @@
 """``tiny-agent sessions`` and ``tiny-agent index rebuild``: the SQLite index from the command line.
 
 The database is ``index.sqlite3`` in the user data folder (platformdirs ``tiny-agent-desktop``; ``XDG_DATA_HOME``
-moves it; ``TINY_AGENT_DATA_DIR`` overrides it).
+moves it; ``TINY_AGENT_DATA_DIR`` overrides it). It is a cache of the session files: when it is damaged (or from a
+newer schema) it is moved aside as ``index.sqlite3.corrupt-<time>``, rebuilt from the session files, and the
+command says so in one ``tiny-agent: The index database could not be used (…)`` line on stderr before its output.
 
 ``tiny-agent sessions [--workspace DIR | --all] [--json]``
     Scans ``DIR/.tiny-agent/sessions/`` (default: the current directory; ``--all``: every known workspace),
@@ -10,12 +12,14 @@ moves it; ``TINY_AGENT_DATA_DIR`` overrides it).
     "workspace", "path", "provider", "model", "operation", "abortRequested", "lastOutcome", "facts", "usage":
     {"input", "output", "cacheRead", "cacheWrite"}, "requests", "usageUnknownRequests", "cost" (exact decimal
     string, or null when unknown), "costUnknownRequests"}``. Corrupt files are skipped with a warning on stderr.
-    Exit 0; 1 when the database cannot be used.
+    ``DIR`` must be an existing folder. Exit 0; 2 with one ``tiny-agent: …`` line on stderr when the database
+    cannot be opened or written (e.g. its folder is not writable).
 
 ``tiny-agent index rebuild [--workspace DIR]...``
     Re-reads every session file of the known workspaces and the given ones (which become known) and prints one
     line ``{"sessions": n, "requests": n, "corrupt": [{"path", "code", "line"}, ...]}``. Corrupt files are
-    reported and skipped. Exit 0; 1 when the database cannot be used.
+    reported and skipped. Each ``DIR`` must be an existing folder. Exit 0; 2 with one ``tiny-agent: …`` line on
+    stderr when the database cannot be opened or written.
 """
 
 from __future__ import annotations
@@ -27,8 +31,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from tiny_agent_core.cli.arguments import existing_folder
 from tiny_agent_core.errors import LedgerError
 from tiny_agent_core.ledger import (
+    IndexConnection,
     SessionSummary,
     known_workspaces,
     list_sessions,
@@ -42,7 +48,9 @@ def register(subparsers: Any) -> None:
     """Add ``sessions`` and ``index rebuild``."""
     sessions = subparsers.add_parser("sessions", help="list the sessions of a workspace, newest first")
     where = sessions.add_mutually_exclusive_group()
-    where.add_argument("--workspace", metavar="DIR", type=Path, help="workspace folder (default: current directory)")
+    where.add_argument(
+        "--workspace", metavar="DIR", type=existing_folder, help="workspace folder (default: current directory)"
+    )
     where.add_argument("--all", action="store_true", help="every known workspace")
     sessions.add_argument("--json", action="store_true", help="print a JSON array instead of a table")
     sessions.set_defaults(handler=run_sessions)
@@ -53,7 +61,12 @@ def register(subparsers: Any) -> None:
         "rebuild", help="recreate everything derivable from the session files of the known workspaces"
     )
     rebuild_parser.add_argument(
-        "--workspace", metavar="DIR", type=Path, action="append", default=[], help="also index this workspace"
+        "--workspace",
+        metavar="DIR",
+        type=existing_folder,
+        action="append",
+        default=[],
+        help="also index this workspace",
     )
     rebuild_parser.set_defaults(handler=run_rebuild)
 
@@ -123,10 +136,17 @@ def format_table(summaries: list[SessionSummary]) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
+def report_recovery(conn: IndexConnection) -> None:
+    """Say on stderr, in one line, that opening the index had to replace a damaged file (if it did)."""
+    if conn.recovery is not None:
+        print(f"tiny-agent: {conn.recovery.message}", file=sys.stderr, flush=True)
+
+
 def run_sessions(args: argparse.Namespace) -> int:
     """Handler of ``sessions``."""
     try:
         with opened() as conn:
+            report_recovery(conn)
             if args.all:
                 workspaces = known_workspaces(conn)
             else:
@@ -140,7 +160,7 @@ def run_sessions(args: argparse.Namespace) -> int:
             summaries = list_sessions(conn, None if args.all else workspaces[0])
     except LedgerError as error:
         print(f"tiny-agent: {error}", file=sys.stderr)
-        return 1
+        return 2
     if args.json:
         print(json.dumps([summary.as_json() for summary in summaries], ensure_ascii=False))
     elif summaries:
@@ -154,9 +174,10 @@ def run_rebuild(args: argparse.Namespace) -> int:
     """Handler of ``index rebuild``."""
     try:
         with opened() as conn:
+            report_recovery(conn)
             report = rebuild(conn, args.workspace)
     except LedgerError as error:
         print(f"tiny-agent: {error}", file=sys.stderr)
-        return 1
+        return 2
     print(json.dumps(report.as_json(), ensure_ascii=False))
     return 0

@@ -1,17 +1,30 @@
 """``tiny-agent run``: run one prompt to completion in a workspace, without asking anyone.
 
 ``tiny-agent run --workspace DIR --base-url URL --model M [--api-key-env VAR] [--allow TOOL]... [--session ID]
-[--timeout SECONDS] "prompt"``
+[--timeout SECONDS] [--max-steps N] "prompt"``
 
 - Only the tools named by ``--allow`` (``read``, ``write``, ``edit``, ``bash``, ``bg``) are offered, and any other
   call is denied (recorded as a started tool with an error result, so the model learns it was denied).
 - The session is written to ``DIR/.tiny-agent/sessions/`` (a new one, or ``--session ID``, which is first
   recovered if a crash left it unfinished); the index and ledger go to the user data folder (platformdirs, so
   the XDG variables move it; ``TINY_AGENT_DATA_DIR`` overrides it).
-- The answer text streams to stdout as it arrives. stderr gets progress lines (tool calls) and finally one JSON
-  line: ``{"sessionId", "outcome", "usage": {input, output, cacheRead, cacheWrite}, "cost": "<decimal>" or null,
-  "costUnknownRequests": n, "requests": n, "error"?: {"kind", "message", "status"?, "retryAfter"?}}``.
-- Exit 0 when the run completed, 2 when it failed or was aborted (or recovery was blocked).
+- ``--timeout`` is the read timeout (the longest silence allowed); ``--max-steps`` bounds the model steps of the
+  run (default :data:`~tiny_agent_core.agent.loop.DEFAULT_MAX_STEPS`; beyond it the run fails with error kind
+  ``step_limit``).
+- If recovering ``--session ID`` does not complete (aborted, failed or blocked), the prompt is not sent: a
+  stderr line says so and the run exits 2. A recovered answer and the new one are separated by a ``---`` line.
+- The index is opened before the session is touched: when it is damaged it is rebuilt and one
+  ``tiny-agent: The index database could not be used (…)`` line says so; when it cannot be opened at all the run
+  exits 2 with ``{"error": {"kind": "index", "message"}}`` and nothing written. If recording in the index fails
+  during the run, one ``tiny-agent: …`` line says so and the run goes on (the session file holds everything).
+- The answer text streams to stdout as it arrives (if the reader closes stdout early, the run goes on without
+  it). stderr gets progress lines (tool calls) and finally one JSON line: ``{"sessionId", "outcome", "usage":
+  {input, output, cacheRead, cacheWrite}, "cost": "<decimal>" or null, "costUnknownRequests": n, "requests": n,
+  "error"?: {"kind", "message", "status"?, "retryAfter"?}}``.
+- Exit 0 when the run completed, 2 when it failed or was aborted (or recovery was blocked). Invalid arguments
+  (a workspace that is not a folder, a base URL that is not ``http``/``https`` with a host and a port in
+  1–65535, a timeout that is not a number of seconds above 0, a step limit below 1) exit 2 with one line
+  ``tiny-agent run: error: <message>``.
 
 The key is read from the environment variable VAR and never written anywhere.
 """
@@ -20,25 +33,41 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
+import sqlite3
 import sys
+from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from tiny_agent_core.agent import events
-from tiny_agent_core.agent.loop import Agent, RequestRecord, RunResult
+from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, Agent, RequestRecord, RunResult
 from tiny_agent_core.agent.recording import LedgerRecorder
-from tiny_agent_core.errors import ProviderConfigurationError, ProviderError, TinyAgentError
+from tiny_agent_core.cli.arguments import base_url, existing_folder, positive_int, seconds
+from tiny_agent_core.cli.index import report_recovery
+from tiny_agent_core.cli.output import discard_stdout, one_line
+from tiny_agent_core.errors import (
+    AgentError,
+    LedgerError,
+    ProviderConfigurationError,
+    ProviderError,
+    StepLimitError,
+    TinyAgentError,
+)
 from tiny_agent_core.ledger import connect
 from tiny_agent_core.providers.client import ProviderClient, error_summary
-from tiny_agent_core.providers.profiles import check_api_key, profile_for_base_url
+from tiny_agent_core.providers.profiles import ProviderProfile, check_api_key, profile_for_base_url
 from tiny_agent_core.providers.transport import Timeouts
 from tiny_agent_core.session.store import SessionStore, find_session
 from tiny_agent_core.tools.approval import non_interactive
 from tiny_agent_core.tools.registry import BUILTIN_NAMES, builtin_tools
+
+SEPARATOR = "\n---\n\n"
+"""Written to stdout between a recovered answer and the new one (after a line break if the text lacks one)."""
 
 
 def register(subparsers: Any) -> None:
@@ -50,13 +79,20 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("prompt", help="the user message")
-    parser.add_argument("--workspace", required=True, type=Path, help="the folder the agent works in")
-    parser.add_argument("--base-url", required=True, help="e.g. https://openrouter.ai/api/v1")
+    parser.add_argument("--workspace", required=True, type=existing_folder, help="the folder the agent works in")
+    parser.add_argument("--base-url", required=True, type=base_url, help="e.g. https://openrouter.ai/api/v1")
     parser.add_argument("--model", required=True, help="model id")
     parser.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
     parser.add_argument("--allow", action="append", default=[], choices=BUILTIN_NAMES, metavar="TOOL")
     parser.add_argument("--session", metavar="ID", help="continue this session instead of starting a new one")
-    parser.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS", help="read timeout")
+    parser.add_argument("--timeout", type=seconds, default=120.0, metavar="SECONDS", help="read timeout")
+    parser.add_argument(
+        "--max-steps",
+        type=positive_int,
+        default=DEFAULT_MAX_STEPS,
+        metavar="N",
+        help=f"most model steps in the run (default {DEFAULT_MAX_STEPS})",
+    )
     parser.set_defaults(handler=run_command, parser=parser)
 
 
@@ -65,18 +101,77 @@ class _Printer:
 
     def __init__(self) -> None:
         self.requests: list[RequestRecord] = []
+        self._last = "\n"
+        """The last character written to stdout since the last separator ('\\n' before any)."""
+        self._written = False
+
+    def write(self, text: str) -> None:
+        """Write answer text to stdout; once the reader has closed it, the run goes on without it."""
+        if not text:
+            return
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            discard_stdout()
+        self._last = text[-1]
+        self._written = True
+
+    def separate(self) -> None:
+        """Mark the end of a recovered answer, if one was written."""
+        if self._written:
+            self.write(SEPARATOR if self._last == "\n" else "\n" + SEPARATOR)
+            self._written = False
 
     def __call__(self, event: events.AgentEvent) -> None:
         if isinstance(event, events.TextDelta):
-            sys.stdout.write(event.text)
-            sys.stdout.flush()
+            self.write(event.text)
         elif isinstance(event, events.ToolStarted):
             print(f"◆ {event.name} {json.dumps(event.arguments, ensure_ascii=False)[:200]}", file=sys.stderr)
         elif isinstance(event, events.ToolFinished):
             first = event.content.splitlines()[0][:120] if event.content else ""
             print(f"└ {event.outcome}: {first}", file=sys.stderr)
         elif isinstance(event, events.StepFinished) and event.message.calls and event.message.content:
-            sys.stdout.write("\n")
+            self.write("\n")
+
+
+_LEDGER_FAILURES = (TinyAgentError, sqlite3.Error, OSError)
+
+
+class _Ledger:
+    """Records the run's requests in the index, never failing the run: the first failure is reported in one
+    stderr line and nothing more is recorded (the session file has everything; ``index rebuild`` catches up)."""
+
+    def __init__(self, conn: sqlite3.Connection, session_path: Path, workspace: Path, secrets: Sequence[str]):
+        self._recorder: LedgerRecorder | None = None
+        try:
+            self._recorder = LedgerRecorder(conn, session_path, workspace, secrets=secrets)
+        except _LEDGER_FAILURES as error:
+            self._give_up(error)
+
+    def __call__(self, request: RequestRecord) -> None:
+        if self._recorder is not None:
+            try:
+                self._recorder(request)
+            except _LEDGER_FAILURES as error:
+                self._give_up(error)
+
+    def close(self) -> None:
+        """Bring the session's index row up to date."""
+        if self._recorder is not None:
+            try:
+                self._recorder.close()
+            except _LEDGER_FAILURES as error:
+                self._give_up(error)
+
+    def _give_up(self, error: BaseException) -> None:
+        self._recorder = None
+        print(
+            f"tiny-agent: the index stopped recording this run ({one_line(error)}); the session file has all of "
+            "it and `tiny-agent index rebuild` brings the index up to date",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def _summary(store: SessionStore, result: RunResult, records: list[RequestRecord]) -> dict[str, Any]:
@@ -93,22 +188,40 @@ def _summary(store: SessionStore, result: RunResult, records: list[RequestRecord
     error = result.error
     if isinstance(error, ProviderError):
         out["error"] = error_summary(error)
+    elif isinstance(error, StepLimitError):
+        out["error"] = {"kind": error.kind, "message": str(error)}
     elif error is not None:
         out["error"] = {"kind": "agent_error", "message": str(error)}
     return out
 
 
-async def _run(args: argparse.Namespace, store: SessionStore, key: str | None) -> int:
+async def _recover_then_run(agent: Agent, printer: _Printer, prompt: str) -> RunResult:
+    """Finish an operation a crash left open, then run ``prompt`` — only if that recovery completed."""
+    recovered = await agent.resume()
+    if recovered is None:
+        return await agent.run(prompt)
+    if recovered.outcome != "completed":
+        outcome = recovered.outcome
+        print(f"recovering the unfinished operation ended {outcome}; the prompt was not sent", file=sys.stderr)
+        error = recovered.error or AgentError(
+            f"Recovering the unfinished operation ended {outcome}; the prompt was not sent."
+        )
+        return RunResult(recovered.outcome, error=error)
+    print("recovered an unfinished operation: completed", file=sys.stderr)
+    printer.separate()
+    return await agent.run(prompt)
+
+
+async def _run(
+    args: argparse.Namespace, store: SessionStore, profile: ProviderProfile, key: str | None, ledger: _Ledger
+) -> int:
     workspace = args.workspace.resolve()
-    profile = profile_for_base_url(args.base_url)
     policy, approver = non_interactive(args.allow)
     printer = _Printer()
-    conn = connect()
-    recorder = LedgerRecorder(conn, store.path, workspace, secrets=[key] if key else [])
 
     def record(request: RequestRecord) -> None:
         printer.requests.append(request)
-        recorder(request)
+        ledger(request)
 
     async with ProviderClient() as client:
         agent = Agent(
@@ -124,55 +237,64 @@ async def _run(args: argparse.Namespace, store: SessionStore, key: str | None) -
             timeouts=Timeouts(connect=min(10.0, args.timeout), read=args.timeout),
             on_event=printer,
             record_request=record,
+            max_steps=args.max_steps,
         )
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGINT, lambda: asyncio.ensure_future(agent.abort()))
         try:
-            recovered = await agent.resume()
-            if recovered is not None:
-                print(f"recovered an unfinished operation: {recovered.outcome}", file=sys.stderr)
-            result = await agent.run(args.prompt)
+            result = await _recover_then_run(agent, printer, args.prompt)
         except TinyAgentError as error:
             result = RunResult("failed", error=error)
         finally:
             loop.remove_signal_handler(signal.SIGINT)
             await agent.tools.close()
     if sys.stdout.isatty():
-        sys.stdout.write("\n")
-    sys.stdout.flush()
-    recorder.close()
-    conn.close()
+        printer.write("\n")
+    ledger.close()
     print(json.dumps(_summary(store, result, printer.requests), ensure_ascii=False), file=sys.stderr, flush=True)
     return 0 if result.outcome == "completed" else 2
+
+
+def _api_key(args: argparse.Namespace) -> str | None:
+    if not args.api_key_env:
+        return None
+    parser: argparse.ArgumentParser = args.parser
+    value = os.environ.get(args.api_key_env, "").strip()
+    if not value:
+        parser.error(f"the environment variable {args.api_key_env} is not set (it should hold the API key)")
+    try:
+        return check_api_key(value)
+    except ProviderConfigurationError as error:
+        parser.error(f"{args.api_key_env}: {error}")
+
+
+def _fail(kind: str, error: BaseException) -> int:
+    print(json.dumps({"error": {"kind": kind, "message": one_line(error)}}, ensure_ascii=False), file=sys.stderr)
+    return 2
 
 
 def run_command(args: argparse.Namespace) -> int:
     """Handler of ``tiny-agent run``."""
     if not args.prompt.strip():
         args.parser.error("the prompt is empty")
-    if not args.workspace.is_dir():
-        args.parser.error(f"{args.workspace} is not a folder")
-    key = None
-    if args.api_key_env:
-        value = os.environ.get(args.api_key_env, "").strip()
-        if not value:
-            args.parser.error(f"the environment variable {args.api_key_env} is not set (it should hold the API key)")
+    key = _api_key(args)
+    profile = profile_for_base_url(args.base_url)
+    try:
+        conn = connect()  # before the session is touched: a failure here leaves nothing half done
+    except LedgerError as error:
+        return _fail("index", error)
+    with contextlib.closing(conn):
+        report_recovery(conn)
         try:
-            key = check_api_key(value)
-        except ProviderConfigurationError as error:
-            args.parser.error(f"{args.api_key_env}: {error}")
-    try:
-        if args.session:
-            store = SessionStore.open(find_session(args.workspace, args.session))
-        else:
-            store = SessionStore.create(
-                args.workspace, model=args.model, provider=profile_for_base_url(args.base_url).id
-            )
-    except (TinyAgentError, OSError, ValueError) as error:
-        print(json.dumps({"error": {"kind": "session", "message": str(error)}}), file=sys.stderr)
-        return 2
-    print(f"session {store.session_id} ({store.path})", file=sys.stderr, flush=True)
-    try:
-        return asyncio.run(_run(args, store, key))
-    finally:
-        store.close()
+            if args.session:
+                store = SessionStore.open(find_session(args.workspace, args.session))
+            else:
+                store = SessionStore.create(args.workspace, model=args.model, provider=profile.id)
+        except (TinyAgentError, OSError, ValueError) as error:
+            return _fail("session", error)
+        print(f"session {store.session_id} ({store.path})", file=sys.stderr, flush=True)
+        try:
+            ledger = _Ledger(conn, store.path, args.workspace.resolve(), [key] if key else [])
+            return asyncio.run(_run(args, store, profile, key, ledger))
+        finally:
+            store.close()

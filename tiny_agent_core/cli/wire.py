@@ -14,6 +14,7 @@ import json
 import sys
 from typing import Any
 
+from tiny_agent_core.cli.arguments import http_status
 from tiny_agent_core.errors import ProviderError
 from tiny_agent_core.providers.client import error_summary
 from tiny_agent_core.providers.openai_chat import http_error, normalize_response_body, normalize_sse_text
@@ -28,7 +29,9 @@ def register(subparsers: Any) -> None:
     )
     normalize.add_argument("file", metavar="FILE", help="JSON response body, or raw SSE text with --stream; - = stdin")
     normalize.add_argument("--stream", action="store_true", help="FILE is the raw text/event-stream")
-    normalize.add_argument("--status", type=int, default=200, help="HTTP status the bytes came with (default 200)")
+    normalize.add_argument(
+        "--status", type=http_status, default=200, help="HTTP status the bytes came with, 100-599 (default 200)"
+    )
     normalize.set_defaults(handler=run_normalize)
 
 

@@ -1,13 +1,14 @@
 """The SQLite index and usage/cost ledger in the user data folder (SPEC §4, §5).
 
-Open it with :func:`connect` (WAL, foreign keys, migrations applied); keep it current with
+Open it with :func:`connect` (WAL, foreign keys, migrations applied; the index is a cache, so a damaged file is
+replaced by one rebuilt from the session files and :attr:`IndexConnection.recovery` says so); keep it current with
 :func:`scan_workspace` / :func:`index_session_file`; list with :func:`list_sessions`; as the agent commits a
 request, :func:`record_attempt` (no file read), then :func:`record_live` and :func:`add_raw_capture` for what
 only the live request knows; recreate everything derivable with :func:`rebuild`.
 The schema is documented in :mod:`tiny_agent_core.ledger.migrations`.
 """
 
-from tiny_agent_core.ledger.database import connect, opened, transaction
+from tiny_agent_core.ledger.database import IndexConnection, IndexRecovery, connect, opened
 from tiny_agent_core.ledger.extract import RequestFacts, SessionFacts, ToolFacts, extract_session
 from tiny_agent_core.ledger.index import (
     CorruptFile,
@@ -35,11 +36,14 @@ from tiny_agent_core.ledger.requests import (
     redact,
     session_requests,
 )
+from tiny_agent_core.ledger.transactions import transaction
 
 __all__ = [
     "CorruptFile",
     "Cost",
     "CostSource",
+    "IndexConnection",
+    "IndexRecovery",
     "LiveRequest",
     "RebuildReport",
     "RequestFacts",

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from tiny_agent_core.errors import LedgerError, SessionCorruption
-from tiny_agent_core.ledger.database import transaction
 from tiny_agent_core.ledger.extract import RequestFacts, SessionFacts, extract_session
 from tiny_agent_core.ledger.paths import sessions_dir
 from tiny_agent_core.ledger.requests import decimal_from_text, refresh_request_totals
+from tiny_agent_core.ledger.transactions import transaction
 from tiny_agent_core.usage import Usage
 
 

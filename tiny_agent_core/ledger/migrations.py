@@ -6,8 +6,9 @@ reorder a released migration: append a new one.
 
 ``PRAGMA user_version`` holds ``major << 16 | minor`` of the schema the database was last written with. A
 database whose *major* is newer than :data:`SCHEMA_MAJOR` is refused with :class:`LedgerVersionError` before
-anything is written; a newer *minor* means compatible additions by a newer app and is accepted. Bump the major
-only when an older app could no longer read or write the database correctly.
+anything is written (:func:`~tiny_agent_core.ledger.database.connect` then moves it aside and rebuilds a new one
+from the session files); a newer *minor* means compatible additions by a newer app and is accepted. Bump the
+major only when an older app could no longer read or write the database correctly.
 
 Schema (all times are integer milliseconds since the Unix epoch, UTC; money is ``TEXT`` holding a
 ``decimal.Decimal`` string, never a float; ``NULL`` token or cost columns mean *unknown*, never zero):

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tiny_agent_core.ledger.database import transaction
 from tiny_agent_core.ledger.index import CorruptFile, add_workspace, known_workspaces, scan_workspace
+from tiny_agent_core.ledger.transactions import transaction
 
 
 @dataclass(slots=True)

@@ -22,7 +22,7 @@ from decimal import Decimal, InvalidOperation, localcontext
 from typing import Any, Literal, get_args
 
 from tiny_agent_core.errors import LedgerError
-from tiny_agent_core.ledger.database import transaction
+from tiny_agent_core.ledger.transactions import transaction
 from tiny_agent_core.usage import Usage
 
 CostSource = Literal["provider", "price_table", "override"]

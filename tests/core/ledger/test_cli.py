@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from decimal import Decimal
 from pathlib import Path
@@ -127,12 +128,46 @@ def test_index_rebuild_summary(capsys: pytest.CaptureFixture[str], workspace: Pa
     assert len(json.loads(out)) == 3
 
 
-def test_newer_database_is_refused_by_commands(capsys: pytest.CaptureFixture[str], data_dir: Path) -> None:
+def test_newer_database_is_moved_aside_and_rebuilt(capsys: pytest.CaptureFixture[str], data_dir: Path) -> None:
     data_dir.mkdir()
     raw = sqlite3.connect(database_path())
     raw.execute("PRAGMA user_version = 131072")  # schema major 2
     raw.commit()
     raw.close()
     code, out, err = _run(capsys, "index", "rebuild")
-    assert (code, out) == (1, "")
-    assert "newer version of tiny-agent desktop" in err
+    assert (code, json.loads(out)) == (0, {"sessions": 0, "requests": 0, "corrupt": []})
+    assert err.count("\n") == 1
+    assert err.startswith("tiny-agent: The index database could not be used (it was written by a newer version")
+
+
+@pytest.mark.parametrize("command", [["sessions", "--json"], ["index", "rebuild"]])
+def test_damaged_database_is_rebuilt_and_reported_once(
+    capsys: pytest.CaptureFixture[str], workspace: Path, data_dir: Path, command: list[str]
+) -> None:
+    older, newer = _sessions(workspace)
+    assert _run(capsys, "sessions", "--workspace", str(workspace))[0] == 0
+    with open(database_path(), "r+b") as handle:
+        handle.write(os.urandom(4096))  # the header page: SQLite no longer knows the file
+    code, out, err = _run(capsys, *command, "--workspace", str(workspace))
+    assert code == 0
+    (line,) = err.splitlines()
+    assert line.startswith("tiny-agent: The index database could not be used (file is not a database); it was moved")
+    listed = json.loads(out)
+    assert (listed["sessions"] if isinstance(listed, dict) else len(listed)) == 2
+    assert len(list(data_dir.glob("index.sqlite3.corrupt-*"))) == 1
+    code, out, err = _run(capsys, "sessions", "--workspace", str(workspace), "--json")
+    assert (code, err) == (0, "")
+    assert {item["id"] for item in json.loads(out)} == {older.id, newer.id}
+
+
+def test_missing_workspace_is_a_one_line_usage_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    for command in (["index", "rebuild"], ["sessions"]):
+        with pytest.raises(SystemExit) as exc:
+            main([*command, "--workspace", str(tmp_path / "nowhere")])
+        assert exc.value.code == 2
+        out, err = capsys.readouterr()
+        assert out == ""
+        assert (
+            err
+            == f"tiny-agent {' '.join(command)}: error: argument --workspace: {tmp_path / 'nowhere'} does not exist\n"
+        )

@@ -151,15 +151,31 @@ def test_newer_major_is_refused_without_writing(data_dir: Path) -> None:
     raw = sqlite3.connect(path)
     raw.execute(f"PRAGMA user_version = {(m.SCHEMA_MAJOR + 1) << 16}")
     raw.commit()
-    raw.close()
     with pytest.raises(LedgerVersionError, match="newer version") as info:
-        connect()
+        m.migrate(raw)
     assert isinstance(info.value, LedgerError)
     assert (info.value.found, info.value.supported) == (m.SCHEMA_MAJOR + 1, m.SCHEMA_MAJOR)
-    raw = sqlite3.connect(path)
     assert raw.execute("SELECT name FROM sqlite_master").fetchall() == []  # nothing was created
-    assert raw.execute("PRAGMA journal_mode").fetchone()[0] != "wal"
     raw.close()
+
+
+def test_connect_moves_a_newer_major_aside(data_dir: Path) -> None:
+    data_dir.mkdir()
+    newer = (m.SCHEMA_MAJOR + 1) << 16
+    raw = sqlite3.connect(database_path())
+    raw.execute(f"PRAGMA user_version = {newer}")
+    raw.commit()
+    raw.close()
+    conn = connect()
+    try:
+        assert conn.recovery is not None
+        assert "newer version" in conn.recovery.reason
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == m.user_version()
+        old = sqlite3.connect(conn.recovery.moved_to)
+        assert old.execute("PRAGMA user_version").fetchone()[0] == newer  # kept as it was, for the newer app
+        old.close()
+    finally:
+        conn.close()
 
 
 def test_newer_minor_is_accepted_and_kept(conn: sqlite3.Connection) -> None:
@@ -173,11 +189,16 @@ def test_newer_minor_is_accepted_and_kept(conn: sqlite3.Connection) -> None:
         again.close()
 
 
-def test_not_a_database_is_a_ledger_error(data_dir: Path) -> None:
+def test_not_a_database_is_replaced(data_dir: Path) -> None:
     data_dir.mkdir()
     database_path().write_bytes(b"this is not a database, just text" * 100)
-    with pytest.raises(LedgerError, match="index database"):
-        connect()
+    conn = connect()
+    try:
+        assert conn.recovery is not None
+        assert conn.recovery.reason == "file is not a database"
+        assert m.applied_migrations(conn) == APPLIED
+    finally:
+        conn.close()
 
 
 def test_migration_names_must_be_sequential() -> None:
