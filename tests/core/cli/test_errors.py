@@ -17,6 +17,9 @@ from tests.core.ledger.sessionfiles import SessionFile
 from tests.loopback import LoopbackServer
 from tiny_agent_core.cli import main
 from tiny_agent_core.cli import price as price_command
+from tiny_agent_core.cli import run as run_command
+from tiny_agent_core.ledger import connect
+from tiny_agent_core.session.store import SessionStore
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -232,3 +235,21 @@ def test_debug_shows_the_traceback(
     assert code == 2
     assert "Traceback" in err
     assert json.loads(err.splitlines()[-1])["error"]["kind"] == "internal"
+
+
+def test_index_failure_during_a_run_is_one_line_and_not_fatal(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    conn = connect(tmp_path / "index.sqlite3")
+    store = SessionStore.create(workspace, model="m", provider="custom")
+    try:
+        ledger = run_command._Ledger(conn, store.path, workspace, [])
+        assert capsys.readouterr().err == ""
+        conn.close()  # from here on every index call fails, as with a file damaged during the run
+        ledger.close()
+        ledger.close()
+    finally:
+        store.close()
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("tiny-agent: the index stopped recording this run (")
+    assert "`tiny-agent index rebuild`" in line

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from tests.core.agent.conftest import text_reply, tool_reply
-from tests.loopback import LoopbackServer, Reply
+from tests.loopback import LoopbackServer, Reply, Sleep
 from tiny_agent_core.session.reducer import SYNTHETIC_CONTENT, reduce_session
 
 KEY = "sk-run-command-secret-0123456789abcdef"
@@ -85,3 +86,73 @@ def test_run_failure_exits_2_with_a_typed_error_and_continue_the_session(tmp_pat
     )  # fmt: skip
     listed = json.loads(index.stdout)
     assert [item["id"] for item in listed] == [summary["sessionId"]]
+
+
+def _start(tmp_path: Path, server: LoopbackServer, *args: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "TEST_KEY": KEY, "TINY_AGENT_DATA_DIR": str(tmp_path / "data"), "NO_PROXY": "*"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "tiny_agent_core", "run", "--base-url", server.base_url, "--model", "m",
+         "--api-key-env", "TEST_KEY", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
+    )  # fmt: skip
+
+
+def _crashed_session(tmp_path: Path, server: LoopbackServer, workspace: Path) -> str:
+    """A session left in the middle of a model request by a killed ``run``; returns its id."""
+    server.queue(Reply(steps=[Sleep(60)]))
+    proc = _start(tmp_path, server, "--workspace", str(workspace), "first prompt")
+    assert server.wait_for_requests(1, timeout=60)
+    proc.kill()
+    proc.communicate(timeout=60)
+    (path,) = (workspace / ".tiny-agent" / "sessions").glob("*.jsonl")
+    assert reduce_session(path.read_bytes()).operation.kind == "run"
+    return path.stem.rsplit("_", 1)[-1]
+
+
+def test_recovered_answer_and_new_answer_are_separated(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with LoopbackServer() as server:
+        session_id = _crashed_session(tmp_path, server, workspace)
+        server.queue(text_reply("recovered answer"), text_reply("new answer"))
+        proc, summary = _run(tmp_path, server, "--workspace", str(workspace), "--session", session_id, "second")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "recovered answer\n\n---\n\nnew answer"
+    assert "recovered an unfinished operation: completed" in proc.stderr
+    assert summary["outcome"] == "completed"
+
+
+def test_interrupted_recovery_does_not_send_the_prompt(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with LoopbackServer() as server:
+        session_id = _crashed_session(tmp_path, server, workspace)
+        server.queue(Reply(steps=[Sleep(60)]), text_reply("must not be asked"))
+        proc = _start(tmp_path, server, "--workspace", str(workspace), "--session", session_id, "second prompt")
+        assert server.wait_for_requests(2, timeout=60)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        requests = len(server.requests)
+    assert proc.returncode == 2, err
+    assert requests == 2  # the crashed request and the recovery's: the new prompt was never sent
+    assert "recovering the unfinished operation ended aborted; the prompt was not sent" in err
+    assert "Traceback" not in err
+    summary = json.loads(err.strip().splitlines()[-1])
+    assert summary["outcome"] == "aborted"
+    assert "not sent" in summary["error"]["message"]
+    (path,) = (workspace / ".tiny-agent" / "sessions").glob("*.jsonl")
+    assert b"second prompt" not in path.read_bytes()
+    assert reduce_session(path.read_bytes()).operation.kind == "idle"
+
+
+def test_step_limit(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "a.txt").write_text("a")
+    with LoopbackServer() as server:
+        server.queue(tool_reply(("c1", "read", '{"path": "a.txt"}')), text_reply("never"))
+        args = ["--workspace", str(workspace), "--allow", "read", "--max-steps", "1", "go"]
+        proc, summary = _run(tmp_path, server, *args)
+    assert proc.returncode == 2
+    assert summary["outcome"] == "failed"
+    assert summary["error"]["kind"] == "step_limit"
