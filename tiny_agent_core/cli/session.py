@@ -1,6 +1,8 @@
-"""``tiny-agent session check|plan``: the strict reducer and the recovery planner from the command line.
+"""``tiny-agent session check|plan|abandon``: the strict reducer, the recovery planner and the way out of a
+blocked session, from the command line.
 
-Output is always exactly one JSON object on stdout, never a traceback:
+Output is always exactly one line of strict JSON on stdout, never a traceback. A number that does not fit a
+double (``1e400`` in tool arguments) prints as ``null``, as the reference prints it.
 
 * ``session check FILE`` → the reference's golden format, ``{"ok": true, "state": {...}}`` or
   ``{"ok": false, "error": {"code", "line", "seq"?}}``; with ``--summary`` the state is replaced by
@@ -8,9 +10,16 @@ Output is always exactly one JSON object on stdout, never a traceback:
 * ``session plan FILE --current CURRENT.json`` → the plan (``{"type": ...}``, recovery-plan schema). CURRENT is
   a current configuration (``{configurationDigest, environmentIdentity, tools}``) or a planner fixture input
   holding one under ``"current"``.
+* ``session abandon FILE`` → closes the file's open operation as aborted without a provider (the planner's abort
+  branch, through the store, under the writer lock): ``{"ok": true, "closed": {"operationId", "operationKind",
+  "abortRequested", "attemptsClosed", "syntheticResults"}}``, or ``"closed": null`` when nothing was open.
 
-Exit status: 0 when the file reduced (and was planned), 2 on corruption, an unreadable file or a bad
-``--current`` — then the error object has ``code`` ``FILE_UNREADABLE`` or ``INVALID_CURRENT`` and a ``message``.
+Exit status: 0 when the file reduced (and was planned, or abandoned), 2 on corruption, an unreadable file, a bad
+``--current``, a session another process is writing, or a refused write — then the error object has ``code``
+``FILE_UNREADABLE``, ``INVALID_CURRENT``, ``SESSION_LOCKED`` or ``SESSION_ERROR`` and a ``message``. A
+corruption has the reducer's ``code``/``line``/``seq``, plus a ``message`` when the file has no complete header
+line: a creation that never finished (versions before atomic creation left such files on a full disk), which
+holds no data and can be deleted.
 """
 
 from __future__ import annotations
@@ -20,18 +29,21 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tiny_agent_core.errors import SessionCorruption
-from tiny_agent_core.session import reduce_session, state_to_json
+from tiny_agent_core.errors import SessionCorruption, SessionError, SessionLockedError
+from tiny_agent_core.session import SessionState, reduce_session, state_to_json
+from tiny_agent_core.session.abandon import abandon_operation
+from tiny_agent_core.session.canonical_json import js_numbers
 from tiny_agent_core.session.planner import plan_recovery, validate_current
+from tiny_agent_core.session.store import SessionStore, require_header_line
 
 EXIT_OK = 0
 EXIT_FAILED = 2
 
 
 def register(subparsers: Any) -> None:
-    """Add the ``session`` subcommand with ``check`` and ``plan``."""
+    """Add the ``session`` subcommand with ``check``, ``plan`` and ``abandon``."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
-        "session", help="check a session file or plan its recovery", description=__doc__
+        "session", help="check a session file, plan its recovery or abandon its open operation", description=__doc__
     )
     commands = parser.add_subparsers(dest="session_command", required=True)
     check = commands.add_parser("check", help="reduce a session file strictly; print the state or the error")
@@ -42,10 +54,15 @@ def register(subparsers: Any) -> None:
     plan.add_argument("file", type=Path, help="a .jsonl session file")
     plan.add_argument("--current", type=Path, required=True, help="the current configuration (JSON file)")
     plan.set_defaults(handler=_guarded(_plan))
+    abandon = commands.add_parser(
+        "abandon", help="close the open operation as aborted (no provider needed) so the session is usable again"
+    )
+    abandon.add_argument("file", type=Path, help="a .jsonl session file")
+    abandon.set_defaults(handler=_guarded(_abandon))
 
 
 def _emit(value: dict[str, Any]) -> None:
-    print(json.dumps(value, ensure_ascii=True))
+    print(json.dumps(js_numbers(value), ensure_ascii=True, allow_nan=False))
 
 
 def _failure(code: str, message: str, path: Path) -> dict[str, Any]:
@@ -56,6 +73,8 @@ def _corruption(error: SessionCorruption) -> dict[str, Any]:
     detail: dict[str, Any] = {"code": error.code, "line": error.line}
     if error.seq is not None:
         detail["seq"] = error.seq
+    if str(error) != error.code:
+        detail["message"] = str(error)
     return {"ok": False, "error": detail}
 
 
@@ -79,12 +98,17 @@ def _guarded(handler: Any) -> Any:
     return run
 
 
+def _reduce(path: Path, data: bytes) -> SessionState:
+    require_header_line(data, path.name)
+    return reduce_session(data)
+
+
 def _check(args: argparse.Namespace) -> int:
     data = _read(args.file)
     if data is None:
         return EXIT_FAILED
     try:
-        state = reduce_session(data)
+        state = _reduce(args.file, data)
     except SessionCorruption as error:
         _emit(_corruption(error))
         return EXIT_FAILED
@@ -118,9 +142,36 @@ def _plan(args: argparse.Namespace) -> int:
     if data is None:
         return EXIT_FAILED
     try:
-        state = reduce_session(data)
+        state = _reduce(args.file, data)
     except SessionCorruption as error:
         _emit(_corruption(error))
         return EXIT_FAILED
     _emit(plan_recovery(state, current))
+    return EXIT_OK
+
+
+def _abandon(args: argparse.Namespace) -> int:
+    path: Path = args.file
+    try:
+        store = SessionStore.open(path)
+    except SessionCorruption as error:
+        _emit(_corruption(error))
+        return EXIT_FAILED
+    except SessionLockedError:
+        message = f"{path.name} is open for writing in another window or process; close it there, then try again."
+        _emit(_failure("SESSION_LOCKED", message, path))
+        return EXIT_FAILED
+    except OSError as error:
+        _emit(_failure("FILE_UNREADABLE", f"cannot open {path}: {error.strerror or error}", path))
+        return EXIT_FAILED
+    except SessionError as error:
+        _emit(_failure("SESSION_ERROR", str(error), path))
+        return EXIT_FAILED
+    with store:
+        try:
+            closed = abandon_operation(store)
+        except SessionError as error:
+            _emit(_failure("SESSION_ERROR", str(error), path))
+            return EXIT_FAILED
+    _emit({"ok": True, "closed": closed.as_json() if closed is not None else None})
     return EXIT_OK

@@ -26,7 +26,7 @@ from tiny_agent_core.session.framing import parse_js_json
 from tiny_agent_core.session.reducer import SYNTHETIC_CONTENT
 from tiny_agent_core.session.state import CompactionOperation, RunOperation, SessionState, ToolCallState
 
-__all__ = ["plan_recovery", "validate_current"]
+__all__ = ["plan_abort", "plan_recovery", "validate_current"]
 
 Plan = dict[str, Any]
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}").fullmatch
@@ -117,35 +117,47 @@ def _assistant_calls(state: SessionState) -> tuple[str, list[dict[str, Any]], in
     return None
 
 
+def plan_abort(state: SessionState) -> Plan:
+    """The next step of an operation whose abort was requested (step 2 of :func:`plan_recovery`).
+
+    Needs no current configuration: close an open attempt, then write the ``interrupted``/``aborted`` synthetic
+    results of the step's unanswered calls, then finish as aborted. ``state`` must have an aborting operation.
+    """
+    operation = state.operation
+    assert operation.kind != "idle", "plan_abort needs an aborting operation"
+    step = operation.step
+    if step is not None and step.status == "attempting":
+        return {"type": "closeAttempt", "error": {"code": "aborted", "message": "Operation aborted"}}
+    assistant = _assistant_calls(state)
+    if type(operation) is RunOperation and assistant is not None:
+        assistant_entry_id, calls, completed = assistant
+        started = {(tool.assistant_entry_id, tool.tool_index): tool for tool in operation.tool_calls}
+        results: list[dict[str, Any]] = []
+        for tool_index, call in enumerate(calls):
+            if tool_index < completed:
+                continue
+            tool = started.get((assistant_entry_id, tool_index))
+            if tool is not None:
+                if tool.status == "pending":
+                    results.append(_started_synthetic(tool))
+                continue
+            results.append(_pre_execution_synthetic(assistant_entry_id, tool_index, call, "aborted"))
+        if results:
+            return {"type": "appendSynthetic", "results": results}
+    return {"type": "finish", "outcome": "aborted"}
+
+
 def plan_recovery(state: SessionState, current: dict[str, Any]) -> Plan:
     """The next recovery step for ``state`` under ``current`` (notes §5.11, in the reference's order)."""
     operation = state.operation
     if operation.kind == "idle":
         return {"type": "finish", "outcome": "completed", "completion": "normal"}
+    # 2. Abort first.
+    if operation.abort_requested:
+        return plan_abort(state)
     run = operation if type(operation) is RunOperation else None
     assistant = _assistant_calls(state)
     step = operation.step
-
-    # 2. Abort first.
-    if operation.abort_requested:
-        if step is not None and step.status == "attempting":
-            return {"type": "closeAttempt", "error": {"code": "aborted", "message": "Operation aborted"}}
-        if run is not None and assistant is not None:
-            assistant_entry_id, calls, completed = assistant
-            started = {(tool.assistant_entry_id, tool.tool_index): tool for tool in run.tool_calls}
-            results: list[dict[str, Any]] = []
-            for tool_index, call in enumerate(calls):
-                if tool_index < completed:
-                    continue
-                tool = started.get((assistant_entry_id, tool_index))
-                if tool is not None:
-                    if tool.status == "pending":
-                        results.append(_started_synthetic(tool))
-                    continue
-                results.append(_pre_execution_synthetic(assistant_entry_id, tool_index, call, "aborted"))
-            if results:
-                return {"type": "appendSynthetic", "results": results}
-        return {"type": "finish", "outcome": "aborted"}
 
     # 3. No step yet.
     if step is None:

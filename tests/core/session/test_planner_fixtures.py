@@ -96,7 +96,9 @@ def test_plan_command_errors_are_one_json_object(tmp_path: Path, capsys: pytest.
     assert json.loads(capsys.readouterr().out)["error"]["code"] == "FILE_UNREADABLE"
     session.write_bytes(b"no header")
     assert main(["session", "plan", str(session), "--current", str(good)]) == 2
-    assert json.loads(capsys.readouterr().out) == {"ok": False, "error": {"code": "MISSING_HEADER", "line": 1}}
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert (error["code"], error["line"]) == ("MISSING_HEADER", 1)
+    assert "no complete line (9 bytes)" in error["message"]
     session.write_bytes(SessionScript().data())
     assert main(["session", "plan", str(session), "--current", str(good)]) == 0
     assert json.loads(capsys.readouterr().out) == {"type": "finish", "outcome": "completed", "completion": "normal"}
