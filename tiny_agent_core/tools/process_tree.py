@@ -73,12 +73,19 @@ class _Process:
 
 def _stat(pid: int) -> _Process | None:
     try:
-        text = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+        descriptor = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
-    fields = text.rsplit(")", 1)[1].split()
     try:
-        return _Process(pid, int(fields[1]), int(fields[2]), int(fields[3]), fields[0] in ("Z", "X"), fields[19])
+        data = os.read(descriptor, 4096)
+    except OSError:
+        return None
+    finally:
+        os.close(descriptor)
+    fields = data.rsplit(b")", 1)[-1].split()
+    try:
+        zombie = fields[0] in (b"Z", b"X")
+        return _Process(pid, int(fields[1]), int(fields[2]), int(fields[3]), zombie, fields[19].decode())
     except (IndexError, ValueError):
         return None
 

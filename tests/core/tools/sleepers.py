@@ -62,6 +62,6 @@ def detached_sleepers(seconds: str) -> str:
     """
     return (
         "running() { n=0; for f in /proc/[0-9]*/cmdline; do "
-        f'[ "$(tr -d \'\\000\' < "$f" 2>/dev/null)" = sleep{seconds} ] && n=$((n+1)); done; [ $n -ge 2 ]; }}; '
+        f'[ "$(tr -d \'\\000\' 2>/dev/null < "$f")" = sleep{seconds} ] && n=$((n+1)); done; [ $n -ge 2 ]; }}; '
         f"setsid sleep {seconds} & ( setsid sleep {seconds} & ) ; until running; do :; done; "
     )
