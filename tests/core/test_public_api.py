@@ -12,7 +12,7 @@ def test_all_is_sorted_and_complete() -> None:
     assert tiny_agent_core.__all__ == sorted(tiny_agent_core.__all__)
     public = {name for name in vars(tiny_agent_core) if not name.startswith("_")}
     subpackages = {"agent", "errors", "messages", "pricing", "providers", "seam", "stop_reasons", "transcript", "usage"}
-    subpackages |= {"session", "tools", "ledger", "cli", "timeline", "settings", "secrets", "workbench"}
+    subpackages |= {"session", "tools", "ledger", "cli", "timeline", "settings", "secrets", "workbench", "redaction"}
     assert public - subpackages == set(tiny_agent_core.__all__)
 
 
