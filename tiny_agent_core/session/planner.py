@@ -15,6 +15,8 @@ asks again until the session is idle:
 
 ``current`` is ``{"configurationDigest", "environmentIdentity", "tools": [{"name", "definitionDigest",
 "replay", "replayKey"}]}`` (``current-configuration.schema.json``); :func:`validate_current` checks that shape.
+:func:`plan_abort` is the abort branch alone, which needs no ``current``: it closes a session without a provider
+(``tiny-agent session abandon``).
 """
 
 from __future__ import annotations
