@@ -12,7 +12,8 @@
   ``requestId`` the provider's request id header, else its response id, else null).
 - Failure, exit 2: the last stderr line is ``{"error": {"kind", "message", "status"?, "retryAfter"?}}``, ``kind``
   one of ``http_error``, ``timeout``, ``connection``, ``malformed``, ``content_filter``, ``provider_error``.
-- ``--timeout`` is the read timeout: the longest time allowed without any byte from the server.
+- ``--timeout`` bounds each request as a whole, from sending it to the last byte of the response (so it is also
+  the longest silence allowed): a server that trickles bytes cannot keep it open longer.
 - Invalid arguments exit 2 with one line ``tiny-agent chat: error: <message>`` on stderr: a base URL that is not
   ``http``/``https`` with a host (IPv6 in brackets) and a port in 1–65535, a timeout that is not a number of
   seconds above 0, an empty prompt, a missing key variable.
@@ -51,7 +52,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--model", help="model id (default: the first model the server lists)")
     parser.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
     parser.add_argument(
-        "--timeout", type=seconds, default=120.0, metavar="SECONDS", help="read timeout: longest silence allowed"
+        "--timeout", type=seconds, default=120.0, metavar="SECONDS", help="longest time a request may take"
     )
     parser.set_defaults(handler=run_chat, parser=parser)
 
@@ -132,5 +133,5 @@ def run_chat(args: argparse.Namespace) -> int:
         args.parser.error("the prompt is empty")
     profile = profile_for_base_url(args.base_url)
     key = _api_key(args, profile)
-    timeouts = Timeouts(connect=min(10.0, args.timeout), read=args.timeout, write=30.0, pool=10.0)
+    timeouts = Timeouts(connect=min(10.0, args.timeout), read=args.timeout, write=30.0, pool=10.0, total=args.timeout)
     return asyncio.run(_chat(args, profile, key, timeouts))

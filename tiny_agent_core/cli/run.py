@@ -8,9 +8,9 @@
 - The session is written to ``DIR/.tiny-agent/sessions/`` (a new one, or ``--session ID``, which is first
   recovered if a crash left it unfinished); the index and ledger go to the user data folder (platformdirs, so
   the XDG variables move it; ``TINY_AGENT_DATA_DIR`` overrides it).
-- ``--timeout`` is the read timeout (the longest silence allowed); ``--max-steps`` bounds the model steps of the
-  run (default :data:`~tiny_agent_core.agent.loop.DEFAULT_MAX_STEPS`; beyond it the run fails with error kind
-  ``step_limit``).
+- ``--timeout`` bounds each model request as a whole (sending it to the last byte of the answer, so also the
+  longest silence); ``--max-steps`` bounds the model steps of the run (default
+  :data:`~tiny_agent_core.agent.loop.DEFAULT_MAX_STEPS`; beyond it the run fails with error kind ``step_limit``).
 - If recovering ``--session ID`` does not complete (aborted, failed or blocked), the prompt is not sent: a
   stderr line says so and the run exits 2. A recovered answer and the new one are separated by a ``---`` line.
 - The index is opened before the session is touched: when it is damaged it is rebuilt and one
@@ -85,7 +85,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
     parser.add_argument("--allow", action="append", default=[], choices=BUILTIN_NAMES, metavar="TOOL")
     parser.add_argument("--session", metavar="ID", help="continue this session instead of starting a new one")
-    parser.add_argument("--timeout", type=seconds, default=120.0, metavar="SECONDS", help="read timeout")
+    parser.add_argument(
+        "--timeout", type=seconds, default=120.0, metavar="SECONDS", help="longest time one model request may take"
+    )
     parser.add_argument(
         "--max-steps",
         type=positive_int,
@@ -234,7 +236,7 @@ async def _run(
             policy=policy,
             approver=approver,
             api_key=key,
-            timeouts=Timeouts(connect=min(10.0, args.timeout), read=args.timeout),
+            timeouts=Timeouts(connect=min(10.0, args.timeout), read=args.timeout, total=args.timeout),
             on_event=printer,
             record_request=record,
             max_steps=args.max_steps,

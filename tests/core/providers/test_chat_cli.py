@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -154,3 +155,28 @@ def test_chat_missing_key_variable_is_a_usage_error(tmp_path: Path) -> None:
     result = run_cli(tmp_path, "--base-url", "http://127.0.0.1:9/v1", "--api-key-env", "NOT_SET_ANYWHERE_X", "hi")
     assert result.returncode == 2
     assert "NOT_SET_ANYWHERE_X" in result.stderr
+
+
+def test_timeout_bounds_the_whole_request(tmp_path: Path, server: LoopbackServer) -> None:
+    trickle = [CHUNKS[1]] * 40  # one event every 0.25 s: never silent for a second, never done within 2 s
+    server.queue(Reply.sse(sse_events(trickle), pace=0.25))
+    started = time.monotonic()
+    result = run_cli(tmp_path, "--base-url", server.base_url, "--model", "m", "--timeout", "2", "hi")
+    assert result.returncode == 2, result.stderr
+    assert json.loads(result.stderr.strip().splitlines()[-1])["error"]["kind"] == "timeout"
+    assert time.monotonic() - started < 9
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--base-url", "http://[::1", "hi"],
+        ["--base-url", "http://127.0.0.1:99999/v1", "--model", "m", "hi"],
+        ["--base-url", "http://127.0.0.1:9/v1", "--timeout", "-1", "hi"],
+    ],
+)
+def test_bad_arguments_are_one_line(tmp_path: Path, args: list[str]) -> None:
+    result = run_cli(tmp_path, *args)
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("tiny-agent chat: error: argument ")
