@@ -303,7 +303,7 @@ class ChatStream:
                         error = http_error(response.status_code, body, response.headers)
                         if not complete:
                             cut = describe_size(limits.response_bytes)
-                            error.args = (f"{error} (The error body is larger than {cut}; only that much was read.)",)
+                            error.args = (f"{error} (The error body is larger than {cut} and was not read in full.)",)
                         raise error
                     content_type = response.headers.get("content-type", "").lower()
                     if streaming and "json" not in content_type:
