@@ -164,7 +164,7 @@ def _move_aside(path: Path) -> Path:
 def _listed_workspaces(old: Path) -> list[Path]:
     """The workspaces an unusable database still lists, read-only and as far as it can be read."""
     try:
-        conn = sqlite3.connect(f"{old.as_uri()}?mode=ro", uri=True)
+        conn = sqlite3.connect(f"{old.absolute().as_uri()}?mode=ro", uri=True)
     except sqlite3.Error:
         return []
     try:

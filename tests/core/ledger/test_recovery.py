@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from tiny_agent_core.ledger import (
     list_sessions,
     scan_workspace,
 )
+from tiny_agent_core.ledger.migrations import SCHEMA_MAJOR
 
 T0 = 1_760_000_000_000
 
@@ -102,3 +104,19 @@ def test_an_unwritable_folder_is_still_an_error(tmp_path: Path) -> None:
     blocker.write_text("not a folder")
     with pytest.raises(LedgerError, match="Could not create the index database"):
         connect(blocker / "index.sqlite3")
+
+
+def test_relative_data_folder(tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TINY_AGENT_DATA_DIR", "data")
+    ids = _indexed(workspace, sessions=2)
+    raw = sqlite3.connect(database_path())
+    raw.execute(f"PRAGMA user_version = {(SCHEMA_MAJOR + 1) << 16}")
+    raw.close()
+    conn = connect()
+    try:
+        assert conn.recovery is not None
+        assert conn.recovery.moved_to.parent == Path("data")
+        assert sorted(s.id for s in list_sessions(conn, workspace)) == sorted(ids)  # the workspace list was read
+    finally:
+        conn.close()
