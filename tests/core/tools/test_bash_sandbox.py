@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.core.tools.sleepers import needs_sandbox
-from tiny_agent_core.tools import BashTool
-from tiny_agent_core.tools.sandbox import sandbox_status
+from tiny_agent_core.tools import BashTool, BgTool, builtin_tools
+from tiny_agent_core.tools.sandbox import Confinement, sandbox_status
 
 CANARIES = {"MY_PROVIDER_KEY": f"sk-canary-{uuid.uuid4().hex}", "OPENAI_API_KEY": f"sk-canary-{uuid.uuid4().hex}"}
 
@@ -136,3 +136,25 @@ async def test_network_on_reaches_a_local_listener(sandbox: bool, listener: int,
 @needs_sandbox
 async def test_a_signal_death_is_reported_as_the_shell_does(tmp_path: Path) -> None:
     assert await run(BashTool(tmp_path), "kill -9 $$") == "Command exited with code 137"
+
+
+async def test_the_builder_passes_the_workspace_options_to_bash_and_bg(tmp_path: Path) -> None:
+    workspace, other = tmp_path / "workspace", tmp_path / "other"
+    workspace.mkdir()
+    other.mkdir()
+    tools = {
+        tool.name: tool
+        for tool in builtin_tools(
+            workspace, allowed_roots=[other], extra_env={"PROJECT_MODE": "dev"}, sandbox=False, network=False
+        )
+    }
+    for name in ("bash", "bg"):
+        tool = tools[name]
+        assert isinstance(tool, BashTool | BgTool)
+        assert tool.confinement == Confinement(
+            (workspace.resolve(), other.resolve()), {"PROJECT_MODE": "dev"}, sandboxed=False, network=False
+        )
+        assert not tool.sandbox.available
+    bash = tools["bash"]
+    assert isinstance(bash, BashTool)
+    assert "PROJECT_MODE=dev\n" in await run(bash, "env")
