@@ -46,6 +46,7 @@ __all__ = [
     "CONTINUE_PROMPT",
     "AssistantItem",
     "CallRef",
+    "CaptureAnswer",
     "CaptureText",
     "CompactionItem",
     "NoticeItem",
@@ -56,7 +57,9 @@ __all__ = [
     "TimelineListener",
     "ToolItem",
     "UserItem",
+    "capture_answer",
     "capture_text",
+    "curl_command",
 ]
 
 CONTINUE_PROMPT = "Continue where you stopped."
@@ -717,3 +720,62 @@ def capture_text(capture: Any) -> CaptureText:
     if capture.get("error"):
         response_lines += ["", "error: " + json.dumps(capture["error"], ensure_ascii=False)]
     return CaptureText("\n".join(request_lines), "\n".join(response_lines))
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureAnswer:
+    """Who answered a request, as its raw wire capture says (``None`` = not in the capture)."""
+
+    http_status: int | None
+    model: str | None
+    """The ``model`` of the response body (the first SSE event that names one)."""
+
+
+def _body_model(body: str) -> str | None:
+    try:
+        value = json.loads(body)
+    except ValueError:
+        value = None
+    if isinstance(value, dict):
+        model = value.get("model")
+        return model if isinstance(model, str) and model else None
+    for line in body.splitlines():
+        if line.startswith("data:") and '"model"' in line:
+            model = _body_model(line[5:].strip())
+            if model is not None:
+                return model
+    return None
+
+
+def capture_answer(captures: Sequence[Any]) -> CaptureAnswer:
+    """The HTTP status and answering model of a request from its stored captures (the last one that says)."""
+    status: int | None = None
+    model: str | None = None
+    for capture in captures:
+        if not isinstance(capture, dict):
+            continue
+        if isinstance(capture.get("status"), int):
+            status = capture["status"]
+        body = capture.get("responseBody")
+        found = _body_model(body) if isinstance(body, str) else None
+        model = found or model
+    return CaptureAnswer(status, model)
+
+
+def _shell_quote(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def curl_command(capture: Any, key_variable: str = "API_KEY") -> str | None:
+    """The captured request as a ``curl`` command; the key is a shell variable (captures never hold it).
+
+    ``None`` for a capture without a request (e.g. a truncated capture's wrapper).
+    """
+    if not isinstance(capture, dict) or not isinstance(capture.get("requestBody"), str) or not capture.get("url"):
+        return None
+    parts = [f"curl -X {capture.get('method') or 'POST'} {_shell_quote(str(capture['url']))}"]
+    parts.append(f'-H "Authorization: Bearer ${key_variable}"')
+    for name, value in (capture.get("requestHeaders") or {}).items():
+        parts.append("-H " + _shell_quote(f"{name}: {value}"))
+    parts.append("--data-raw " + _shell_quote(capture["requestBody"]))
+    return " \\\n  ".join(parts)

@@ -41,6 +41,7 @@ __all__ = [
     "call_outcome",
     "call_summary",
     "call_target",
+    "output_excerpt",
     "output_shape",
 ]
 
@@ -284,3 +285,12 @@ def call_diff(name: str, arguments: Mapping[str, Any] | None) -> FileDiff | None
         removed += sum(1 for line in body if line.startswith("-"))
         hunks.extend(body)
     return FileDiff(path, added, removed, "\n".join(hunks))
+
+
+def output_excerpt(text: str, head: int = 6, tail: int = 6) -> str:
+    """The first ``head`` and last ``tail`` lines of ``text``, with ``… N more lines …`` between when it is longer."""
+    lines = text.rstrip("\n").split("\n")
+    if len(lines) <= head + tail + 1:
+        return "\n".join(lines)
+    hidden = len(lines) - head - tail
+    return "\n".join([*lines[:head], f"… {hidden:,} more lines …", *lines[-tail:]])

@@ -1,12 +1,16 @@
-"""The right pane: everything about the selected tool call or model step, read-only.
+"""The right pane: a trace viewer. With nothing selected, the session's waterfall; else the selected call or step.
 
-:meth:`InspectorPane.show_item` takes a timeline item (or ``None``). For a tool call it shows the arguments (pretty
-JSON and the model's raw string), the result (success / error / synthetic reason), timing, the replay policy and
-the step that produced it; for a step (an assistant message, a compaction, a failed operation's notice) the
-model, stop reason, usage, cost and its source, latency, time to first token, HTTP status, dialect repairs and
-dropped provider fields. The raw wire request and response come from the ledger capture, loaded on demand (when
-the "Raw wire" tab is first shown for that step) through the ``load_captures`` callable; they are formatted by
-the core (:func:`~tiny_agent_core.timeline.capture_text`), never parsed here.
+:meth:`InspectorPane.show_item` takes a timeline item (or ``None`` for the waterfall). For a tool call it shows the
+outcome (the core's: ``exit 1``, ``denied: <reason>``, …), arguments (pretty JSON and the model's raw string), the
+result, the diff of an edit or write (Changes), timing, the replay policy and the step that produced it; for a step
+(an assistant message, a compaction, a failed operation's notice) the message rendered as Markdown, the model,
+stop reason, usage, cost and its source, latency, time to first token, HTTP status and the answering model, dialect
+repairs and dropped provider fields. The raw wire request and response (Request and Response tabs, with "Copy as
+cURL") come from the ledger's capture, loaded on demand through ``load_captures`` when one of the Step, Request or
+Response tabs is first shown for that step; they are formatted by the core (:func:`capture_text`,
+:func:`capture_answer`, :func:`curl_command`), never parsed here. Every text wraps; Ctrl+F searches the section
+shown. A click (or Enter) on a waterfall row shows what it stands for and emits :attr:`InspectorPane.row_requested`
+so the window can select it in the transcript; "Waterfall" (or Esc) goes back.
 """
 
 from __future__ import annotations
@@ -16,30 +20,52 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from PySide6.QtGui import QFontDatabase
-from PySide6.QtWidgets import QLabel, QPlainTextEdit, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QFontDatabase, QGuiApplication, QKeyEvent, QKeySequence, QTextDocument
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QStackedWidget,
+    QTabWidget,
+    QTextEdit,
+    QVBoxLayout,
+    QWidget,
+)
 
 from tiny_agent_core.timeline import (
     AssistantItem,
+    CaptureAnswer,
     CompactionItem,
     NoticeItem,
     StepInfo,
     Timeline,
     ToolItem,
     UserItem,
+    capture_answer,
     capture_text,
+    curl_command,
 )
+from tiny_agent_gui.transcript.model import tool_state
+from tiny_agent_gui.transcript.render import tint_diff
+from tiny_agent_gui.waterfall import WaterfallPane
 
 CaptureLoader = Callable[[str], Sequence[Any]]
 """``attempt id → stored captures`` (e.g. ``lambda a: ledger.raw_captures(conn, a)``)."""
 
 UNKNOWN = "unknown"
+NOT_RECORDED = "not recorded"
+
+REFRESH_MS = 250
+"""The waterfall follows a live run at most this often (a run changes the timeline many times a second)."""
 
 _RESULT_WORDS = {
     "pending": "pending (not started)",
     "running": "running (started, no result yet)",
     "success": "success",
-    "error": "error (the tool reported a failure)",
+    "error": "error",
     "interrupted": "synthetic: interrupted (execution status unknown after a crash or abort; not replayed)",
     "aborted": "synthetic: aborted before execution",
     "invalidArguments": "synthetic: invalid arguments (not executed)",
@@ -55,11 +81,14 @@ def _time(ms: int | None) -> str:
 
 
 def _ms(value: int | None) -> str:
-    return UNKNOWN if value is None else f"{value} ms"
+    return NOT_RECORDED if value is None else f"{value} ms"
 
 
-def step_text(step: StepInfo) -> str:
-    """The step's facts as ``label: value`` lines (unknown values say "unknown", never 0)."""
+def step_text(step: StepInfo, answer: CaptureAnswer | None = None) -> str:
+    """The step's facts as ``label: value`` lines (unknown values say so, never 0).
+
+    ``answer`` is what the raw capture says (HTTP status, answering model) when the ledger row does not.
+    """
     usage = step.usage
     if usage is None:
         usage_lines = ["usage: unknown (the provider reported none)"]
@@ -77,9 +106,11 @@ def step_text(step: StepInfo) -> str:
         if step.price_data_version:
             source += f" (price data {step.price_data_version})"
         cost = f"cost: ${step.cost} (source: {source})"
+    status = step.http_status if step.http_status is not None else (answer.http_status if answer else None)
+    answered = step.response_model or (answer.model if answer else None)
     lines = [
         f"model: {step.model}",
-        f"answered by: {step.response_model or UNKNOWN}",
+        f"answered by: {answered or NOT_RECORDED}",
         f"step: {step.step_id} ({step.step_kind}, attempt {step.attempt}, {step.status})",
         f"attempt id: {step.attempt_id}",
         f"stop reason: {step.stop_reason or '—'}",
@@ -88,11 +119,11 @@ def step_text(step: StepInfo) -> str:
         f"started: {_time(step.started_at)}",
         f"latency: {_ms(step.latency_ms)}",
         f"time to first token: {_ms(step.ttft_ms)}",
-        f"HTTP status: {step.http_status if step.http_status is not None else UNKNOWN}",
+        f"HTTP status: {status if status is not None else NOT_RECORDED}",
         "dialect repairs: "
-        + (UNKNOWN if step.repairs is None else (", ".join(step.repairs) if step.repairs else "none")),
+        + (NOT_RECORDED if step.repairs is None else (", ".join(step.repairs) if step.repairs else "none")),
         "dropped provider fields: "
-        + (UNKNOWN if step.dropped is None else (", ".join(step.dropped) if step.dropped else "none")),
+        + (NOT_RECORDED if step.dropped is None else (", ".join(step.dropped) if step.dropped else "none")),
     ]
     if step.error is not None:
         lines.append(f"error: {step.error.code}: {step.error.message}")
@@ -102,16 +133,21 @@ def step_text(step: StepInfo) -> str:
 
 
 def tool_text(item: ToolItem) -> str:
-    """The call's status, timing and replay policy as ``label: value`` lines."""
+    """The call's outcome, summary, timing and replay policy as ``label: value`` lines."""
     lines = [
         f"tool: {item.name}",
+        f"summary: {item.summary}",
+        f"outcome: {tool_state(item)}",
+        f"recorded result: {_RESULT_WORDS.get(item.status, 'synthetic: ' + item.status)}",
         f"call id: {item.call_id}",
-        f"result: {_RESULT_WORDS.get(item.status, 'synthetic: ' + item.status)}",
         f"started: {_time(item.started_at) if item.started_at is not None else 'never started'}",
         f"finished: {_time(item.finished_at) if item.finished_at is not None else '—'}",
         f"duration: {_ms(item.duration_ms) if item.started_at is not None else '—'}",
         f"replay: {item.replay or '—'}" + (f" (key {item.replay_key})" if item.replay_key else ""),
     ]
+    diff = item.diff
+    if diff is not None:
+        lines.append(f"changes: {diff.path} {diff.stat}")
     if item.arguments_edited:
         lines.append("arguments: edited before execution (the executed arguments differ from the model's)")
     return "\n".join(lines)
@@ -121,17 +157,20 @@ def _mono_box(name: str) -> QPlainTextEdit:
     box = QPlainTextEdit()
     box.setReadOnly(True)
     box.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
-    box.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+    box.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
     box.setAccessibleName(name)
     return box
 
 
 class InspectorPane(QWidget):
-    """Details of the selected tool call or step, in read-only monospace tabs.
+    """The waterfall of the session, or the details of the selected tool call or step in read-only tabs.
 
-    ``timeline`` resolves the step of a tool call; ``load_captures`` fetches a step's raw wire captures (none
-    shown without it). Both can be set later (:meth:`set_timeline`, :meth:`set_capture_loader`).
+    ``timeline`` resolves the step of a tool call and feeds the waterfall; ``load_captures`` fetches a step's raw
+    wire captures (none shown without it). Both can be set later (:meth:`set_timeline`, :meth:`set_capture_loader`).
     """
+
+    row_requested = Signal(int)
+    """A waterfall row was activated: the timeline index of its item (the window can select it in the transcript)."""
 
     def __init__(
         self,
@@ -140,100 +179,230 @@ class InspectorPane(QWidget):
         timeline: Timeline | None = None,
         load_captures: CaptureLoader | None = None,
     ) -> None:
-        """An empty inspector."""
+        """An inspector showing the waterfall of ``timeline`` (empty without one)."""
         super().__init__(parent)
         self.setAccessibleName("Inspector")
-        self._timeline = timeline
+        self._timeline: Timeline | None = None
         self._load_captures = load_captures
         self._item: object = None
         self._raw_attempt: str | None = None
         self._raw_loaded_for: str | None = None
-        self.title = QLabel("Select a tool call or a step to inspect it.")
+        self._step: StepInfo | None = None
+        self._captures: list[Any] = []
+        """The raw captures of the step shown, once loaded."""
+        self._stale = False
+        self._refresh_timer = QTimer(self)
+        self._refresh_timer.setSingleShot(True)
+        self._refresh_timer.setInterval(REFRESH_MS)
+        self._refresh_timer.timeout.connect(self._refresh_waterfall)
+
+        self.title = QLabel()
         """What is shown."""
         self.title.setAccessibleName("Inspector title")
         self.title.setWordWrap(True)
-        self.tabs = QTabWidget(self)
-        """Overview, Arguments, Result, Step, Raw wire."""
+        self.back = QPushButton("◂ Waterfall")
+        """Back to the session's waterfall (Esc)."""
+        self.back.setAccessibleName("Back to the waterfall")
+        self.back.setToolTip("Show the whole session as a waterfall again (Esc)")
+        self.back.clicked.connect(lambda: self.show_item(None))
+        header = QHBoxLayout()
+        header.setContentsMargins(0, 0, 0, 0)
+        header.addWidget(self.title, 1)
+        header.addWidget(self.back, 0, Qt.AlignmentFlag.AlignTop)
+
+        self.waterfall = WaterfallPane()
+        """The session's trace, shown when nothing is selected."""
+        self.waterfall.row_activated.connect(self._row_activated)
+        self.tabs = QTabWidget()
+        """Overview, Arguments, Result, Changes, Step, Request, Response."""
         self.tabs.setAccessibleName("Inspector sections")
-        self.tabs.setToolTip("Ctrl+Tab / Ctrl+Shift+Tab switch sections")
-        self.overview = _mono_box("Overview")
+        self.tabs.setToolTip("Ctrl+Tab / Ctrl+Shift+Tab switch sections; Ctrl+F searches")
+        self.tabs.setUsesScrollButtons(True)
+        self.overview = QTextEdit()
+        self.overview.setReadOnly(True)
+        self.overview.setAccessibleName("Overview")
         self.arguments = _mono_box("Arguments")
         self.result = _mono_box("Result")
+        self.changes = _mono_box("Changes")
         self.step = _mono_box("Step")
-        self.raw = _mono_box("Raw wire")
-        for box, label in (
+        self.request = _mono_box("Request")
+        self.response = _mono_box("Response")
+        self.curl = QPushButton("Copy as c&URL")
+        """Copies the request as a curl command (the key as ``$API_KEY``)."""
+        self.curl.setAccessibleName("Copy the request as a curl command")
+        self.curl.setToolTip("The API key is never in it: the command reads it from $API_KEY")
+        self.curl.clicked.connect(self._copy_curl)
+        request_page = QWidget()
+        request_page.setAccessibleName("Request")
+        request_layout = QVBoxLayout(request_page)
+        request_layout.setContentsMargins(0, 0, 0, 0)
+        request_layout.addWidget(self.request, 1)
+        request_layout.addWidget(self.curl, 0, Qt.AlignmentFlag.AlignRight)
+        self._pages: dict[str, QWidget] = {}
+        for widget, label in (
             (self.overview, "Overview"),
             (self.arguments, "Arguments"),
             (self.result, "Result"),
+            (self.changes, "Changes"),
             (self.step, "Step"),
-            (self.raw, "Raw wire"),
+            (request_page, "Request"),
+            (self.response, "Response"),
         ):
-            self.tabs.addTab(box, label)
+            self.tabs.addTab(widget, label)
+            self._pages[label] = widget
         self.tabs.currentChanged.connect(self._tab_changed)
+
+        self.search = QLineEdit()
+        """Ctrl+F: find text in the section shown (Enter: next, Shift+Enter: previous, Esc: close)."""
+        self.search.setAccessibleName("Search the inspector")
+        self.search.setPlaceholderText("Find in this section (Enter: next, Shift+Enter: previous, Esc: close)")
+        self.search.setClearButtonEnabled(True)
+        self.search.returnPressed.connect(lambda: self.find_next(self.search.text()))
+        self.search.installEventFilter(self)
+        self.search.hide()
+        details = QWidget()
+        details_layout = QVBoxLayout(details)
+        details_layout.setContentsMargins(0, 0, 0, 0)
+        details_layout.addWidget(self.search)
+        details_layout.addWidget(self.tabs, 1)
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.waterfall)
+        self.stack.addWidget(details)
+        self._details = details
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
-        layout.addWidget(self.title)
-        layout.addWidget(self.tabs, 1)
-        self.show_item(None)
+        layout.addLayout(header)
+        layout.addWidget(self.stack, 1)
+        self.set_timeline(timeline)
+
+    # --- the timeline --------------------------------------------------------------------------------------------
 
     def set_timeline(self, timeline: Timeline | None) -> None:
-        """Resolve tool calls' steps in ``timeline`` (the open session); clears the pane."""
+        """Show ``timeline`` (the open session): its waterfall, kept current as it changes."""
+        if self._timeline is not None:
+            self._timeline.remove_listener(self)
         self._timeline = timeline
+        if timeline is not None:
+            timeline.add_listener(self)
+        self._stale = False
+        self.waterfall.set_timeline(timeline)
         self.show_item(None)
+
+    def on_inserting(self, index: int, count: int) -> None:
+        """Timeline listener: nothing to do before rows arrive."""
+
+    def on_inserted(self, index: int, count: int) -> None:
+        """Timeline listener: refresh the waterfall soon."""
+        self._schedule_refresh()
+
+    def on_changed(self, index: int) -> None:
+        """Timeline listener: refresh the waterfall soon (and the item shown, if it is the one that changed)."""
+        self._schedule_refresh()
+        if self._timeline is not None and isinstance(self._item, ToolItem | AssistantItem):
+            changed = self._timeline.items[index]
+            if type(changed) is type(self._item) and _same(changed, self._item):
+                self.show_item(changed)
+
+    def _schedule_refresh(self) -> None:
+        self._stale = True
+        if self.stack.currentWidget() is self.waterfall and not self._refresh_timer.isActive():
+            self._refresh_timer.start()
+
+    def _refresh_waterfall(self) -> None:
+        self._stale = False
+        self.waterfall.refresh()
 
     def set_capture_loader(self, load_captures: CaptureLoader | None) -> None:
         """Load raw wire captures with ``load_captures`` from now on."""
         self._load_captures = load_captures
         self._raw_loaded_for = None
-        if self.tabs.currentWidget() is self.raw:
-            self._load_raw()
+        self._tab_changed(self.tabs.currentIndex())
 
     def current_item(self) -> object:
-        """The item shown (``None`` when empty)."""
+        """The item shown (``None`` while the waterfall is shown)."""
         return self._item
 
+    # --- showing -------------------------------------------------------------------------------------------------
+
     def show_item(self, item: object) -> None:
-        """Show a timeline item: a tool call, an assistant step, a compaction, a notice, a user message."""
+        """Show a timeline item (a tool call, an assistant step, a compaction, a notice, a user message), or the
+        waterfall for ``None``."""
         self._item = item
+        if item is None:
+            self.title.setText("The session as a waterfall: click a request or a tool call to inspect it.")
+            self.back.hide()
+            self.search.hide()
+            self.stack.setCurrentWidget(self.waterfall)
+            if self._stale:
+                self._refresh_waterfall()
+            return
+        self.back.show()
+        self.stack.setCurrentWidget(self._details)
         step: StepInfo | None = None
-        boxes = {"overview": "", "arguments": "", "result": "", "step": ""}
+        overview = ""
+        markdown = False
+        for box in (self.arguments, self.result, self.changes, self.step, self.request, self.response):
+            box.clear()
         if isinstance(item, ToolItem):
-            self.title.setText(f"Tool call: {item.name} — {item.status}")
-            boxes["overview"] = tool_text(item)
-            boxes["arguments"] = self._arguments_text(item)
-            boxes["result"] = f"{_RESULT_WORDS.get(item.status, item.status)}\n\n{item.result_text or ''}"
+            self.title.setText(f"Tool call: {item.summary} — {tool_state(item)}")
+            overview = tool_text(item)
+            self.arguments.setPlainText(self._arguments_text(item))
+            words = _RESULT_WORDS.get(item.status, item.status)
+            self.result.setPlainText(f"{tool_state(item)} ({words})\n\n{item.result_text or ''}")
+            diff = item.diff
+            if diff is not None:
+                self.changes.setPlainText(diff.text)
+                tint_diff(self.changes.document())
             step = self._timeline.step(item.step_id) if self._timeline is not None else None
         elif isinstance(item, AssistantItem):
             self.title.setText(f"Step: {item.step.model} — {item.step.stop_reason or item.step.status}")
             step = item.step
-            calls = "\n".join(f"{call.name}({call.arguments_text})  [{call.call_id}]" for call in item.calls)
-            boxes["overview"] = item.text + (f"\n\ntool calls:\n{calls}" if calls else "")
+            calls = "\n".join(f"- `{call.name}` {call.call_id}" for call in item.calls)
+            overview = (item.text or "*(no text)*") + (f"\n\n**Tool calls**\n\n{calls}" if calls else "")
+            markdown = True
         elif isinstance(item, CompactionItem):
             self.title.setText("Compaction")
             step = item.step
-            boxes["overview"] = (
-                f"{item.compacted} messages summarized, {item.retained} kept verbatim\n\nsummary:\n{item.summary}"
-            )
+            overview = f"{item.compacted} messages summarized, {item.retained} kept verbatim.\n\n{item.summary}"
+            markdown = True
         elif isinstance(item, NoticeItem):
             self.title.setText(f"Operation {item.kind}")
             step = item.step
-            boxes["overview"] = f"{item.text}\ncode: {item.code or '—'}\noperation: {item.operation_id}"
+            overview = f"{item.text}\ncode: {item.code or '—'}\noperation: {item.operation_id}"
         elif isinstance(item, UserItem):
             self.title.setText("User message")
-            boxes["overview"] = item.text
+            overview = item.text
         else:
-            self.title.setText("Select a tool call or a step to inspect it.")
-        boxes["step"] = step_text(step) if step is not None else "No model step."
-        for name, text in boxes.items():
-            getattr(self, name).setPlainText(text)
-        self.tabs.setTabEnabled(self.tabs.indexOf(self.arguments), isinstance(item, ToolItem))
-        self.tabs.setTabEnabled(self.tabs.indexOf(self.result), isinstance(item, ToolItem))
+            self.title.setText("Streaming…")
+            overview = "The answer is still streaming; select it again once it is complete."
+        if markdown:
+            self.overview.setMarkdown(overview)
+        else:
+            self.overview.setPlainText(overview)
+        self._step = step
+        self.step.setPlainText(step_text(step) if step is not None else "No model step.")
+        is_tool = isinstance(item, ToolItem)
+        for label, enabled in (
+            ("Arguments", is_tool),
+            ("Result", is_tool),
+            ("Changes", is_tool and not self.changes.document().isEmpty()),
+            ("Step", step is not None),
+            ("Request", step is not None),
+            ("Response", step is not None),
+        ):
+            self.tabs.setTabEnabled(self.tabs.indexOf(self._pages[label]), enabled)
+        if not self.tabs.isTabEnabled(self.tabs.currentIndex()):
+            self.tabs.setCurrentIndex(0)
         self._raw_attempt = step.attempt_id if step is not None else None
         self._raw_loaded_for = None
-        self.raw.setPlainText("" if step is not None else "No model step.")
-        self.tabs.setTabEnabled(self.tabs.indexOf(self.raw), step is not None)
-        if self.tabs.currentWidget() is self.raw:
-            self._load_raw()
+        self._captures = []
+        self.curl.setEnabled(False)
+        self._tab_changed(self.tabs.currentIndex())
+
+    def show_changes(self) -> None:
+        """Bring the Changes tab forward (when the shown call has a diff)."""
+        if self.tabs.isTabEnabled(self.tabs.indexOf(self.changes)):
+            self.tabs.setCurrentWidget(self.changes)
 
     def append_live_output(self, call_id: str, text: str) -> None:
         """Output a running tool just produced: appended to the Result section when that call is shown."""
@@ -254,8 +423,16 @@ class InspectorPane(QWidget):
         heading = "executed arguments (edited at approval)" if item.arguments_edited else "arguments"
         return f"{heading}:\n{pretty}\n\nraw string from the model:\n{item.arguments_text}"
 
+    def _row_activated(self, index: int) -> None:
+        if self._timeline is None or not 0 <= index < len(self._timeline.items):
+            return
+        self.show_item(self._timeline.items[index])
+        self.row_requested.emit(index)
+
+    # --- raw wire ------------------------------------------------------------------------------------------------
+
     def _tab_changed(self, _index: int) -> None:
-        if self.tabs.currentWidget() is self.raw:
+        if self.tabs.currentWidget() in (self.step, self._pages["Request"], self.response):
             self._load_raw()
 
     def _load_raw(self) -> None:
@@ -263,20 +440,111 @@ class InspectorPane(QWidget):
         if attempt_id is None or self._raw_loaded_for == attempt_id:
             return
         self._raw_loaded_for = attempt_id
+        self._captures = []
         if self._load_captures is None:
-            self.raw.setPlainText("Raw wire captures are not available here.")
+            self.request.setPlainText("Raw wire captures are not available here.")
+            self.response.setPlainText("Raw wire captures are not available here.")
             return
         try:
             captures = list(self._load_captures(attempt_id))
         except Exception as error:  # a ledger failure must not break the pane
-            self.raw.setPlainText(f"Could not load the raw wire capture: {error}")
+            self.request.setPlainText(f"Could not load the raw wire capture: {error}")
+            self.response.setPlainText(f"Could not load the raw wire capture: {error}")
             return
         if not captures:
-            self.raw.setPlainText("No raw wire capture was recorded for this request.")
+            self.request.setPlainText("No raw wire capture was recorded for this request.")
+            self.response.setPlainText("No raw wire capture was recorded for this request.")
             return
-        parts = []
+        self._captures = captures
+        if self._step is not None:
+            self.step.setPlainText(step_text(self._step, capture_answer(captures)))
+        requests, responses = [], []
         for number, capture in enumerate(captures, 1):
             text = capture_text(capture)
             header = f"=== capture {number} of {len(captures)} ===\n" if len(captures) > 1 else ""
-            parts.append(f"{header}--- request ---\n{text.request}\n\n--- response ---\n{text.response}")
-        self.raw.setPlainText("\n\n".join(parts))
+            requests.append(header + text.request)
+            responses.append(header + text.response)
+        self.request.setPlainText("\n\n".join(requests))
+        self.response.setPlainText("\n\n".join(responses))
+        self.curl.setEnabled(curl_command(captures[-1]) is not None)
+
+    def _copy_curl(self) -> None:
+        command = curl_command(self._captures[-1]) if self._captures else None
+        if command is not None:
+            QGuiApplication.clipboard().setText(command)
+
+    # --- search --------------------------------------------------------------------------------------------------
+
+    def _section(self) -> QPlainTextEdit | QTextEdit:
+        current = self.tabs.currentWidget()
+        if current is self._pages["Request"]:
+            return self.request
+        assert isinstance(current, QPlainTextEdit | QTextEdit)
+        return current
+
+    def open_search(self) -> None:
+        """Show the search field and focus it (Ctrl+F)."""
+        if self.stack.currentWidget() is not self._details:
+            return
+        self.search.show()
+        self.search.setFocus()
+        self.search.selectAll()
+
+    def find_next(self, text: str, *, backward: bool = False) -> bool:
+        """Select the next (or previous) occurrence of ``text`` in the section shown, wrapping around."""
+        if not text:
+            return False
+        box = self._section()
+        flags = QTextDocument.FindFlag.FindBackward if backward else QTextDocument.FindFlag(0)
+        if box.find(text, flags):
+            return True
+        cursor = box.textCursor()
+        cursor.movePosition(cursor.MoveOperation.End if backward else cursor.MoveOperation.Start)
+        box.setTextCursor(cursor)
+        return box.find(text, flags)
+
+    def event(self, event: QEvent) -> bool:
+        """Ctrl+F inside the inspector searches it (outside, it stays the window's session search)."""
+        if (
+            event.type() == QEvent.Type.ShortcutOverride
+            and isinstance(event, QKeyEvent)
+            and event.matches(QKeySequence.StandardKey.Find)
+            and self.stack.currentWidget() is self._details
+        ):
+            event.accept()
+            return True
+        return super().event(event)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        """Ctrl+F opens the search; Esc goes back to the waterfall."""
+        if event.matches(QKeySequence.StandardKey.Find):
+            self.open_search()
+            return
+        if event.key() == Qt.Key.Key_Escape and self._item is not None:
+            self.show_item(None)
+            self.waterfall.view.setFocus()
+            return
+        super().keyPressEvent(event)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """In the search field: Esc closes it, Shift+Enter finds backwards."""
+        if watched is self.search and event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent):
+            if event.key() == Qt.Key.Key_Escape:
+                self.search.hide()
+                self.tabs.currentWidget().setFocus()
+                return True
+            if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and (
+                event.modifiers() & Qt.KeyboardModifier.ShiftModifier
+            ):
+                self.find_next(self.search.text(), backward=True)
+                return True
+        return super().eventFilter(watched, event)
+
+
+def _same(a: object, b: object) -> bool:
+    """Whether two versions of a timeline item stand for the same call or message."""
+    if isinstance(a, ToolItem) and isinstance(b, ToolItem):
+        return a.call_id == b.call_id
+    if isinstance(a, AssistantItem) and isinstance(b, AssistantItem):
+        return a.entry_id == b.entry_id
+    return False

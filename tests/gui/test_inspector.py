@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PySide6.QtGui import QGuiApplication
 from pytestqt.qtbot import QtBot
 
 from tests.gui.test_transcript_support import Session
@@ -47,9 +48,10 @@ def test_tool_call(qtbot: QtBot, session: Session) -> None:
     qtbot.addWidget(pane)
     tool = items_of(session, ToolItem)[0]
     pane.show_item(tool)
-    assert pane.title.text() == "Tool call: read — success"
+    assert pane.title.text() == "Tool call: read a.txt · 2 lines — ok"
     overview = pane.overview.toPlainText()
-    assert "result: success" in overview
+    assert "outcome: ok" in overview
+    assert "recorded result: success" in overview
     assert "replay: safe (key builtin:read:v1)" in overview
     assert "duration: " in overview
     arguments = pane.arguments.toPlainText()
@@ -111,18 +113,25 @@ def test_step_with_ledger_facts(qtbot: QtBot, session: Session) -> None:
     assert "time to first token: 120 ms" in text
     assert "HTTP status: 200" in text
     assert "dialect repairs: empty_tool_calls" in text
-    assert "dropped provider fields: unknown" in text
+    assert "dropped provider fields: not recorded" in text
+    assert "answered by: test/模型-2026" in text
     assert "It is 第一行." in pane.overview.toPlainText()
     assert not pane.tabs.isTabEnabled(pane.tabs.indexOf(pane.arguments))
     assert loads == []  # raw wire is loaded only when its tab is shown
-    pane.tabs.setCurrentWidget(pane.raw)
+    pane.tabs.setCurrentIndex(pane.tabs.indexOf(pane.request.parentWidget()))
     assert loads == [answer.step.attempt_id]
-    raw = pane.raw.toPlainText()
-    assert "POST http://127.0.0.1/v1/chat/completions" in raw
-    assert '"content": "读"' in raw  # the request body pretty-printed by the core
-    assert "HTTP 200" in raw
-    assert "data: [DONE]" in raw
-    pane.show_item(answer)  # still on the raw tab: loaded again for the new selection
+    request = pane.request.toPlainText()
+    assert "POST http://127.0.0.1/v1/chat/completions" in request
+    assert '"content": "读"' in request  # the request body pretty-printed by the core
+    response = pane.response.toPlainText()
+    assert "HTTP 200" in response
+    assert "data: [DONE]" in response
+    assert pane.curl.isEnabled()
+    pane.curl.click()
+    curl = QGuiApplication.clipboard().text()
+    assert curl.startswith("curl -X POST 'http://127.0.0.1/v1/chat/completions'")
+    assert '"Authorization: Bearer $API_KEY"' in curl
+    pane.show_item(answer)  # still on the request tab: loaded again for the new selection
     assert len(loads) == 2
 
 
@@ -137,13 +146,16 @@ def test_notice_user_and_nothing(qtbot: QtBot, session: Session) -> None:
     pane.show_item(notice)
     assert "HTTP 401: bad key" in pane.overview.toPlainText()
     assert "error: model_error: HTTP 401: bad key" in pane.step.toPlainText()
-    pane.tabs.setCurrentWidget(pane.raw)
-    assert "No raw wire capture" in pane.raw.toPlainText()
+    assert "HTTP status: not recorded" in pane.step.toPlainText()  # not "unknown"
+    assert "answered by: not recorded" in pane.step.toPlainText()
+    pane.tabs.setCurrentWidget(pane.response)
+    assert "No raw wire capture" in pane.response.toPlainText()
     pane.show_item(items_of(session, UserItem)[0])
     assert pane.overview.toPlainText() == "读 a.txt"
-    assert not pane.tabs.isTabEnabled(pane.tabs.indexOf(pane.raw))
+    assert not pane.tabs.isTabEnabled(pane.tabs.indexOf(pane.response))
     pane.show_item(None)
     assert pane.current_item() is None
+    assert pane.stack.currentWidget() is pane.waterfall
     assert pane.accessibleName() == "Inspector"
 
 

@@ -47,7 +47,7 @@ def test_model_passes_the_model_tester_through_inserts_changes_and_streaming(
     tool = model.data(model.index(2), ITEM_ROLE)
     assert isinstance(tool, ToolItem)
     assert tool.status == "success"
-    assert model.data(model.index(2)).startswith("read(path=README.md) — success")
+    assert model.data(model.index(2)).startswith("read tool call — ok — read README.md · 1 line")
     qtmodeltester.check(model)
 
 

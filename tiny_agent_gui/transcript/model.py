@@ -10,7 +10,6 @@ goes away when the committed assistant message of its step arrives (or on :meth:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from PySide6.QtCore import QAbstractListModel, QModelIndex, QObject, QPersistentModelIndex, Qt, QTimer, Signal, Slot
@@ -24,6 +23,8 @@ from tiny_agent_core.timeline import (
     ToolItem,
     UserItem,
 )
+from tiny_agent_core.trace import duration_text
+from tiny_agent_gui.cost.formatting import cost_text
 
 ITEM_ROLE = Qt.ItemDataRole.UserRole + 1
 """Custom role: the row's item (a timeline item, or a :class:`StreamingItem` for the in-flight text)."""
@@ -44,27 +45,12 @@ class StreamingItem:
 
 def format_duration(ms: int | None) -> str:
     """``850 ms``, ``1.2 s``, ``2 min 5 s``; ``""`` for unknown."""
-    if ms is None:
-        return ""
-    if ms < 1000:
-        return f"{ms} ms"
-    if ms < 60_000:
-        return f"{ms / 1000:.1f} s"
-    return f"{ms // 60_000} min {ms % 60_000 // 1000} s"
+    return "" if ms is None else duration_text(ms)
 
 
-def argument_summary(item: ToolItem, limit: int = 80) -> str:
-    """A one-line summary of a call's arguments: ``key=value`` pairs, else the raw text, shortened."""
-    if item.arguments is not None:
-        parts = []
-        for key, value in item.arguments.items():
-            shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-            parts.append(f"{key}={shown}")
-        text = ", ".join(parts)
-    else:
-        text = item.arguments_text
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def tool_state(item: ToolItem) -> str:
+    """How a call stands, in words: its outcome (``exit 1``, ``denied: not now``), else ``running``/``pending``."""
+    return item.outcome.description if item.outcome is not None else item.status
 
 
 def item_text(item: TimelineItem | StreamingItem) -> str:
@@ -72,8 +58,8 @@ def item_text(item: TimelineItem | StreamingItem) -> str:
     if isinstance(item, UserItem | AssistantItem | StreamingItem):
         return item.text
     if isinstance(item, ToolItem):
+        parts = [f"{item.name} tool call", tool_state(item), item.summary]
         duration = format_duration(item.duration_ms)
-        parts = [f"{item.name}({argument_summary(item)})", item.status]
         if duration:
             parts.append(duration)
         return " — ".join(parts)
@@ -242,9 +228,16 @@ class TranscriptModel(QAbstractListModel):
 
 def _tooltip(item: TimelineItem | StreamingItem) -> str | None:
     if isinstance(item, ToolItem):
-        return f"{item.name}: {item.status}. Select to inspect arguments and result."
+        return f"{item.summary}\n{tool_state(item)}. Space or Enter expands the output or the diff; select to inspect."
     if isinstance(item, AssistantItem):
-        return "Select to inspect this step (model, usage, cost, raw wire)."
+        step = item.step
+        usage = "usage unknown" if step.usage is None else f"{step.usage.prompt:,} in / {step.usage.output:,} out"
+        timing = f"first token {format_duration(step.ttft_ms) or 'not recorded'} · "
+        timing += f"latency {format_duration(step.latency_ms) or 'not recorded'}"
+        return (
+            f"{step.model} · {step.stop_reason or step.status}\n{timing}\n{usage} · {cost_text(step.cost)}\n"
+            "Select to inspect this step (usage, cost, raw wire)."
+        )
     if isinstance(item, NoticeItem):
         if item.retryable:
             return f"Press Enter or click {item.retry_label} to run it again."

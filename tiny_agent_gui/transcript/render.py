@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
-from PySide6.QtGui import QColor, QFont, QTextCharFormat, QTextCursor, QTextDocument, QTextFormat
+from PySide6.QtGui import QColor, QFont, QTextBlockFormat, QTextCharFormat, QTextCursor, QTextDocument, QTextFormat
 
 try:  # optional: code stays monospace without colours when Pygments is absent
     from pygments.lexers import get_lexer_by_name, guess_lexer
@@ -103,6 +103,31 @@ def plain_document(text: str, font: QFont) -> QTextDocument:
     document.setDefaultFont(font)
     document.setDocumentMargin(0)
     document.setPlainText(text)
+    return document
+
+
+_DIFF_TINTS = {"+": QColor(46, 160, 67, 70), "-": QColor(248, 81, 73, 70)}
+
+
+def tint_diff(document: QTextDocument) -> None:
+    """Give the added and removed lines of a unified diff in ``document`` a green and a red tint, in place."""
+    cursor = QTextCursor(document)
+    block = document.begin()
+    while block.isValid():
+        line = block.text()
+        tint = _DIFF_TINTS.get(line[:1]) if not line.startswith(("+++", "---")) else None
+        if tint is not None:
+            cursor.setPosition(block.position())
+            fmt = QTextBlockFormat()
+            fmt.setBackground(tint)
+            cursor.mergeBlockFormat(fmt)
+        block = block.next()
+
+
+def diff_document(text: str, font: QFont) -> QTextDocument:
+    """A unified diff as wrapped plain text whose added and removed lines are tinted (:func:`tint_diff`)."""
+    document = plain_document(text, font)
+    tint_diff(document)
     return document
 
 

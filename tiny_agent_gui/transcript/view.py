@@ -1,19 +1,52 @@
 """The transcript view: a ``QListView`` with a painting delegate for messages, tool chips and notices.
 
 Rows are painted, not widgets, so thousands of messages stay cheap. Assistant text is Markdown rendered by a
-cached :class:`~PySide6.QtGui.QTextDocument` per item (code highlighted with Pygments when available); user text,
-summaries and streaming text are plain documents. Tool calls are one-line chips (name, argument summary, status,
-duration). Failed operations are red notices with a "Retry" button (click it, or select the notice and press
-Enter). Layout runs in batches, so opening a long session paints the first screen without measuring every row.
+cached :class:`~PySide6.QtGui.QTextDocument` per item (code highlighted with Pygments when available), under a
+quiet one-line step header (model, tokens, cost; the rest on hover); user text, summaries and streaming text are
+plain documents. Tool calls are cards: an outcome badge whose colour and word tell ``ok``, ``exit N``, ``timed
+out``, ``error``, ``denied``, ``interrupted`` and ``not run`` apart, the core's one-line summary, the duration;
+Space, Enter or a click expands a card in place to the diff of an edit or write, or to the first and last lines of
+the output (its context menu copies the command, path or output and opens the file). Failed operations are red
+notices with a "Retry" button (click it, or select the notice and press Enter). Layout runs in batches, so opening
+a long session paints the first screen without measuring every row.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, QRect, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QKeyEvent, QMouseEvent, QPainter, QPalette, QTextDocument
+from pathlib import Path
+
+from PySide6.QtCore import (
+    QEvent,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    QPoint,
+    QRect,
+    QSize,
+    Qt,
+    QTimer,
+    QUrl,
+    Signal,
+)
+from PySide6.QtGui import (
+    QColor,
+    QContextMenuEvent,
+    QDesktopServices,
+    QFont,
+    QFontDatabase,
+    QFontMetrics,
+    QGuiApplication,
+    QKeyEvent,
+    QMouseEvent,
+    QPainter,
+    QPalette,
+    QPolygon,
+    QTextDocument,
+)
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QListView,
+    QMenu,
     QStyle,
     QStyledItemDelegate,
     QStyleOptionViewItem,
@@ -21,15 +54,11 @@ from PySide6.QtWidgets import (
 )
 
 from tiny_agent_core.timeline import AssistantItem, CompactionItem, NoticeItem, TimelineItem, ToolItem, UserItem
+from tiny_agent_core.tool_outcomes import output_excerpt
 from tiny_agent_gui.cost.formatting import cost_text
-from tiny_agent_gui.transcript.model import (
-    ITEM_ROLE,
-    StreamingItem,
-    TranscriptModel,
-    argument_summary,
-    format_duration,
-)
-from tiny_agent_gui.transcript.render import DocumentCache, markdown_document, plain_document
+from tiny_agent_gui.transcript.model import ITEM_ROLE, StreamingItem, TranscriptModel, format_duration
+from tiny_agent_gui.transcript.outcome_style import badge_text, outcome_colour
+from tiny_agent_gui.transcript.render import DocumentCache, diff_document, markdown_document, plain_document
 
 MARGIN = 10
 """Horizontal margin of a row's content."""
@@ -42,13 +71,8 @@ STREAM_MARKDOWN_LIMIT = 8000
 
 ModelIndex = QModelIndex | QPersistentModelIndex
 
-_STATUS_COLOURS = {
-    "pending": "#9e9e9e",
-    "running": "#1e88e5",
-    "success": "#43a047",
-    "error": "#e53935",
-}
-_SYNTHETIC_COLOUR = "#fb8c00"
+CARD_BODY_LINES = 6
+"""An expanded card shows this many first and last lines of a call's output."""
 
 
 def _is_dark(palette: QPalette) -> bool:
@@ -66,23 +90,40 @@ def _cost_text(item: AssistantItem) -> str:
     return " · ".join(parts)
 
 
+def _card_text(item: ToolItem) -> str:
+    """What an expanded card of a call without a diff shows: why it did not run, or the ends of its output."""
+    outcome = item.outcome
+    if outcome is None:
+        return "Running… (its live output is in the inspector)" if item.status == "running" else "Not started yet."
+    if outcome.kind == "denied":
+        return f"Denied: {outcome.reason}" if outcome.reason else "Denied (no reason given)."
+    if outcome.kind in ("not_run", "interrupted"):
+        return item.result_text or outcome.description
+    return output_excerpt(item.result_text or "", CARD_BODY_LINES, CARD_BODY_LINES) or "(no output)"
+
+
 class TranscriptDelegate(QStyledItemDelegate):
     """Paints transcript rows and measures them for the view's width."""
 
     retry_clicked = Signal(object)
     """A notice's Retry button was clicked (the :class:`NoticeItem`)."""
 
-    def __init__(self, view: QListView) -> None:
-        """A delegate for ``view`` (rows are as wide as its viewport)."""
+    def __init__(self, view: TranscriptView) -> None:
+        """A delegate for ``view`` (rows are as wide as its viewport; it knows which cards are expanded)."""
         super().__init__(view)
         self._view = view
         self._documents = DocumentCache()
+        self._bodies = DocumentCache(100)
+        """Expanded cards' documents."""
         self._bold = QFont(view.font())
         self._bold.setBold(True)
 
     def clear_cache(self) -> None:
         """Forget every rendered document (after a font or palette change)."""
         self._documents.clear()
+        self._bodies.clear()
+        self._bold = QFont(self._view.font())
+        self._bold.setBold(True)
 
     # --- geometry ----------------------------------------------------------------------------------------------
 
@@ -126,12 +167,29 @@ class TranscriptDelegate(QStyledItemDelegate):
     def _retry_width(self) -> int:
         return QFontMetrics(self._view.font()).horizontalAdvance("Continue") + 3 * PADDING
 
+    def card_body(self, item: ToolItem) -> QTextDocument:
+        """The document an expanded card shows: the diff of an edit or write, else the ends of the output."""
+        document = self._bodies.get(item)
+        if document is None:
+            font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+            font.setPointSizeF(self._view.font().pointSizeF())
+            diff = item.diff
+            document = diff_document(diff.text, font) if diff is not None else plain_document(_card_text(item), font)
+            self._bodies.put(item, document)
+        width = self._content_width() - 2 * PADDING
+        if document.textWidth() != width:
+            document.setTextWidth(width)
+        return document
+
     def sizeHint(self, option: QStyleOptionViewItem, index: ModelIndex) -> QSize:
-        """Header plus document height for messages; one line for chips."""
+        """Header plus document height for messages; one line for cards, plus the body of an expanded one."""
         item = index.data(ITEM_ROLE)
         width = self._view.viewport().width()
         if isinstance(item, ToolItem):
-            return QSize(width, self._chip_height() + GAP)
+            body = 0
+            if self._view.is_expanded(item.call_id):
+                body = int(self.card_body(item).size().height()) + 2 * PADDING
+            return QSize(width, self._chip_height() + body + GAP)
         document = self._document(item)
         body = int(document.size().height()) if document is not None else 0
         header = (
@@ -176,10 +234,12 @@ class TranscriptDelegate(QStyledItemDelegate):
                 painter.drawRoundedRect(bubble, 6, 6)
             top = bubble.top() + PADDING
             if title:
-                painter.setFont(self._bold)
-                painter.setPen(text_colour)
+                quiet = isinstance(item, AssistantItem)  # one per model turn: a muted line, details on hover
+                font = self._view.font() if quiet else self._bold
+                painter.setFont(font)
+                painter.setPen(palette.color(QPalette.ColorRole.PlaceholderText) if quiet else text_colour)
                 header = QRect(bubble.left() + PADDING, top, bubble.width() - 2 * PADDING, self._header_height())
-                elided = QFontMetrics(self._bold).elidedText(title, Qt.TextElideMode.ElideRight, header.width())
+                elided = QFontMetrics(font).elidedText(title, Qt.TextElideMode.ElideRight, header.width())
                 painter.drawText(header, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, elided)
                 top += self._header_height()
             document = self._document(item)
@@ -200,7 +260,7 @@ class TranscriptDelegate(QStyledItemDelegate):
             return palette.color(QPalette.ColorRole.AlternateBase), "You"
         if isinstance(item, AssistantItem):
             calls = f" · {len(item.calls)} tool call{'s' if len(item.calls) != 1 else ''}" if item.calls else ""
-            return None, f"Assistant — {_cost_text(item)}{calls}"
+            return None, f"{_cost_text(item)}{calls}"
         if isinstance(item, StreamingItem):
             return None, "Assistant — streaming… (Esc stops)"
         if isinstance(item, CompactionItem):
@@ -215,39 +275,81 @@ class TranscriptDelegate(QStyledItemDelegate):
         return None, ""
 
     def _paint_chip(self, painter: QPainter, bubble: QRect, item: ToolItem, palette: QPalette, selected: bool) -> None:
-        chip = QRect(bubble.left(), bubble.top(), bubble.width(), self._chip_height())
-        border = palette.color(QPalette.ColorRole.Mid)
-        painter.setPen(border)
+        expanded = self._view.is_expanded(item.call_id)
+        card = bubble.adjusted(0, 0, -1, -1)
+        colour = outcome_colour(item)
+        painter.setPen(palette.color(QPalette.ColorRole.Mid))
         painter.setBrush(palette.color(QPalette.ColorRole.Highlight if selected else QPalette.ColorRole.Button))
-        painter.drawRoundedRect(chip.adjusted(0, 0, -1, -1), chip.height() / 2, chip.height() / 2)
-        dot = QColor(_STATUS_COLOURS.get(item.status, _SYNTHETIC_COLOUR))
-        diameter = max(6, chip.height() // 3)
+        painter.drawRoundedRect(card, 6, 6)
         painter.setPen(Qt.PenStyle.NoPen)
-        painter.setBrush(dot)
-        painter.drawEllipse(chip.left() + PADDING * 2, chip.center().y() - diameter // 2, diameter, diameter)
+        painter.setBrush(colour)
+        painter.drawRoundedRect(QRect(card.left(), card.top(), 4, card.height()), 2, 2)  # the outcome stripe
+        header = QRect(card.left(), card.top(), card.width(), self._chip_height())
         text_colour = palette.color(QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.ButtonText)
-        left = chip.left() + PADDING * 3 + diameter
-        font = self._view.font()
-        metrics = QFontMetrics(font)
-        status = item.status
-        duration = format_duration(item.duration_ms)
-        tail = f"{status} · {duration}" if duration else status
-        tail_width = metrics.horizontalAdvance(tail)
-        right = chip.right() - PADDING * 2
-        painter.setPen(text_colour)
+        metrics = QFontMetrics(self._view.font())
+        left = header.left() + PADDING * 2
+        self._paint_disclosure(painter, QRect(left, header.top(), metrics.height() // 2, header.height()), expanded)
+        left += metrics.height() // 2 + PADDING
+        badge = badge_text(item)
+        bold_metrics = QFontMetrics(self._bold)
+        badge_rect = QRect(
+            left,
+            header.top() + PADDING // 2,
+            bold_metrics.horizontalAdvance(badge) + 2 * PADDING,
+            header.height() - PADDING,
+        )
+        painter.setBrush(colour)
+        painter.drawRoundedRect(badge_rect, 4, 4)
+        painter.setPen(QColor("white"))
         painter.setFont(self._bold)
-        name_width = QFontMetrics(self._bold).horizontalAdvance(item.name)
-        painter.drawText(QRect(left, chip.top(), name_width, chip.height()), Qt.AlignmentFlag.AlignVCenter, item.name)
-        painter.setFont(font)
-        summary_left = left + name_width + PADDING
-        summary_width = max(0, right - tail_width - PADDING - summary_left)
-        summary = metrics.elidedText(argument_summary(item, 200), Qt.TextElideMode.ElideRight, summary_width)
+        painter.drawText(badge_rect, Qt.AlignmentFlag.AlignCenter, badge)
+        painter.setFont(self._view.font())
+        duration = format_duration(item.duration_ms)
+        duration_width = metrics.horizontalAdvance(duration)
+        right = header.right() - PADDING * 2
+        summary_left = badge_rect.right() + PADDING * 2
+        summary_width = max(0, right - (duration_width + PADDING if duration else 0) - summary_left)
+        painter.setPen(text_colour)
+        summary = metrics.elidedText(item.summary, Qt.TextElideMode.ElideRight, summary_width)
         painter.drawText(
-            QRect(summary_left, chip.top(), summary_width, chip.height()), Qt.AlignmentFlag.AlignVCenter, summary
+            QRect(summary_left, header.top(), summary_width, header.height()), Qt.AlignmentFlag.AlignVCenter, summary
         )
-        painter.drawText(
-            QRect(right - tail_width, chip.top(), tail_width, chip.height()), Qt.AlignmentFlag.AlignVCenter, tail
-        )
+        if duration:
+            muted = QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.PlaceholderText
+            painter.setPen(palette.color(muted))
+            painter.drawText(
+                QRect(right - duration_width, header.top(), duration_width, header.height()),
+                Qt.AlignmentFlag.AlignVCenter,
+                duration,
+            )
+        if expanded:
+            body = QRect(
+                card.left() + PADDING, header.bottom() + 1, card.width() - 2 * PADDING, card.bottom() - header.bottom()
+            )
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(palette.color(QPalette.ColorRole.Base))
+            painter.drawRect(body.adjusted(0, 0, 0, -PADDING // 2))
+            painter.translate(body.left() + PADDING, body.top() + PADDING)
+            self.card_body(item).drawContents(painter)
+            painter.translate(-(body.left() + PADDING), -(body.top() + PADDING))
+
+    def _paint_disclosure(self, painter: QPainter, area: QRect, expanded: bool) -> None:
+        """A small triangle: pointing right when collapsed, down when expanded."""
+        size = max(6, area.width())
+        x, y = area.left(), area.center().y()
+        half = size // 2
+        if expanded:
+            points = [QPoint(x, y - half // 2), QPoint(x + size, y - half // 2), QPoint(x + half, y + half)]
+        else:
+            points = [QPoint(x + half // 2, y - half), QPoint(x + half // 2, y + half), QPoint(x + size, y)]
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(self._view.palette().color(QPalette.ColorRole.PlaceholderText))
+        painter.drawPolygon(QPolygon(points))
+
+    def card_header_rect(self, option: QStyleOptionViewItem) -> QRect:
+        """Where a card's header (the part a click expands or collapses) is drawn."""
+        bubble = self._bubble(option)
+        return QRect(bubble.left(), bubble.top(), bubble.width(), self._chip_height())
 
     def _paint_retry(self, painter: QPainter, option: QStyleOptionViewItem, palette: QPalette, label: str) -> None:
         button = self.retry_rect(option)
@@ -259,9 +361,13 @@ class TranscriptDelegate(QStyledItemDelegate):
         painter.drawText(button, Qt.AlignmentFlag.AlignCenter, label)
 
     def editorEvent(self, event: QEvent, model: object, option: QStyleOptionViewItem, index: ModelIndex) -> bool:
-        """A click on a notice's Retry button emits :attr:`retry_clicked`."""
+        """A click on a notice's Retry button emits :attr:`retry_clicked`; one on a card's header expands it or
+        collapses it (the row is selected as well)."""
         if event.type() == QEvent.Type.MouseButtonRelease and isinstance(event, QMouseEvent):
             item = index.data(ITEM_ROLE)
+            if isinstance(item, ToolItem) and self.card_header_rect(option).contains(event.position().toPoint()):
+                self._view.toggle_expanded(index)
+                return False
             if (
                 isinstance(item, NoticeItem)
                 and item.retryable
@@ -290,7 +396,10 @@ class TranscriptView(QListView):
         super().__init__(parent)
         self.setAccessibleName("Transcript")
         self.setAccessibleDescription("Messages and tool calls of the open session")
-        self.setToolTip("Transcript — ↑/↓ select a message or tool call, Enter on an error retries")
+        self.setToolTip(
+            "Transcript — ↑/↓ select a message or tool call; Space or Enter expands a tool call; Enter on an error "
+            "retries; the Menu key copies a call's command or output"
+        )
         self.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setResizeMode(QListView.ResizeMode.Adjust)
@@ -303,6 +412,8 @@ class TranscriptView(QListView):
         self._delegate.retry_clicked.connect(self.retry_requested)
         self.setItemDelegate(self._delegate)
         self._follow = True
+        self._expanded: set[str] = set()
+        """Call ids of the expanded cards."""
         self._heights: dict[int, int] = {}
         # Deferred scrolls go through a child timer: it dies with the view. (A bare QTimer.singleShot aimed at a
         # bound method outlives a deleted view and crashed a later event loop turn.)
@@ -364,14 +475,82 @@ class TranscriptView(QListView):
         if current.isValid():
             self.item_selected.emit(current.data(ITEM_ROLE))
 
+    def is_expanded(self, call_id: str) -> bool:
+        """Whether the card of ``call_id`` is expanded."""
+        return call_id in self._expanded
+
+    def set_expanded(self, index: QModelIndex | QPersistentModelIndex, expanded: bool) -> None:
+        """Expand or collapse the card at ``index`` (other rows are left alone)."""
+        item = index.data(ITEM_ROLE)
+        if not isinstance(item, ToolItem) or self.is_expanded(item.call_id) == expanded:
+            return
+        if expanded:
+            self._expanded.add(item.call_id)
+        else:
+            self._expanded.discard(item.call_id)
+        self._heights.pop(index.row(), None)
+        self._delegate.sizeHintChanged.emit(self.model().index(index.row(), 0))
+        self.viewport().update()
+
+    def toggle_expanded(self, index: QModelIndex | QPersistentModelIndex) -> None:
+        """Expand a collapsed card, collapse an expanded one."""
+        item = index.data(ITEM_ROLE)
+        if isinstance(item, ToolItem):
+            self.set_expanded(index, not self.is_expanded(item.call_id))
+
     def keyPressEvent(self, event: QKeyEvent) -> None:
-        """Enter on a failed operation's notice retries it."""
-        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
-            item = self.currentIndex().data(ITEM_ROLE)
-            if isinstance(item, NoticeItem) and item.retryable:
+        """Enter on a failed operation's notice retries it; Space or Enter on a tool card expands or collapses it."""
+        item = self.currentIndex().data(ITEM_ROLE)
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Space):
+            if isinstance(item, ToolItem):
+                self.toggle_expanded(self.currentIndex())
+                return
+            if isinstance(item, NoticeItem) and item.retryable and event.key() != Qt.Key.Key_Space:
                 self.retry_requested.emit(item)
                 return
         super().keyPressEvent(event)
+
+    def contextMenuEvent(self, event: QContextMenuEvent) -> None:
+        """A tool card's menu (mouse or the Menu key): copy the command, path, summary or output; open the file."""
+        index = self.indexAt(event.pos()) if event.reason() == QContextMenuEvent.Reason.Mouse else self.currentIndex()
+        item = index.data(ITEM_ROLE) if index.isValid() else None
+        if not isinstance(item, ToolItem):
+            super().contextMenuEvent(event)
+            return
+        menu = self.card_menu(item)
+        where = event.globalPos() if event.reason() == QContextMenuEvent.Reason.Mouse else None
+        menu.exec(where or self.viewport().mapToGlobal(self.visualRect(index).bottomLeft()))
+
+    def card_menu(self, item: ToolItem) -> QMenu:
+        """The actions of a tool card."""
+        menu = QMenu(self)
+        menu.setAccessibleName(f"Actions of the {item.name} call")
+        clipboard = QGuiApplication.clipboard()
+        arguments = item.arguments or {}
+        command, path = arguments.get("command"), arguments.get("path")
+        if isinstance(command, str):
+            menu.addAction("Copy &Command", lambda: clipboard.setText(command))
+        if isinstance(path, str):
+            menu.addAction("Copy &Path", lambda: clipboard.setText(path))
+            target = self._file_of(path)
+            open_file = menu.addAction("&Open File", lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(str(target))))
+            open_file.setEnabled(target is not None)
+        menu.addAction("Copy &Summary", lambda: clipboard.setText(item.summary))
+        if item.result_text is not None:
+            result = item.result_text
+            menu.addAction("Copy &Output", lambda: clipboard.setText(result))
+        expanded = self.is_expanded(item.call_id)
+        row = self.currentIndex()
+        menu.addAction("Co&llapse" if expanded else "&Expand", lambda: self.set_expanded(row, not expanded))
+        return menu
+
+    def _file_of(self, path: str) -> Path | None:
+        """``path`` resolved against the session's workspace, if such a file exists (open it; nothing is read)."""
+        timeline = self.transcript_model().timeline()
+        if timeline is None:
+            return None
+        target = Path(timeline.header.cwd, path)
+        return target if target.is_file() else None
 
     def changeEvent(self, event: QEvent) -> None:
         """Re-render after a palette or font change (light/dark switch)."""
