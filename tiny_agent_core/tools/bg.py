@@ -33,8 +33,9 @@ works (unless built with ``sandbox=False``), runs in the sandbox of :mod:`~tiny_
 of a process this tool started also kills its children that left the group
 (:func:`~tiny_agent_core.tools.process_tree.kill_tree`).
 
-The folder ``.tiny-agent/bg`` is 0700, its files 0600, and they are opened without following symlinks: a log
-that is a symlink, a hard link or not a regular file is refused (``logs``, ``status``) rather than read.
+The folder ``.tiny-agent/bg`` is 0700 and its files 0600; they are written, and logs read, without following
+symlinks: a log that is a symlink, a hard link or not a regular file is refused (``logs``, ``status``) rather
+than read. (A metadata file is read as any claim is: see above.)
 """
 
 from __future__ import annotations
