@@ -25,23 +25,31 @@ command says so in one ``tiny-agent: The index database could not be used (…)`
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import sqlite3
 import sys
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tiny_agent_core.cli.arguments import existing_folder
 from tiny_agent_core.errors import LedgerError
 from tiny_agent_core.ledger import (
+    CorruptFile,
     IndexConnection,
     SessionSummary,
+    damage_reason,
     known_workspaces,
     list_sessions,
     opened,
     rebuild,
+    replace_damaged,
     scan_workspace,
 )
+
+_T = TypeVar("_T")
 
 
 def register(subparsers: Any) -> None:
@@ -142,25 +150,42 @@ def report_recovery(conn: IndexConnection) -> None:
         print(f"tiny-agent: {conn.recovery.message}", file=sys.stderr, flush=True)
 
 
-def run_sessions(args: argparse.Namespace) -> int:
-    """Handler of ``sessions``."""
+def _using_index(work: Callable[[IndexConnection], _T]) -> _T:
+    """``work(conn)`` on the index; when that finds the file damaged, once more on a replacement rebuilt from the
+    session files. A recovery is reported on stderr; other failures raise ``LedgerError`` or ``sqlite3.Error``."""
     try:
         with opened() as conn:
             report_recovery(conn)
-            if args.all:
-                workspaces = known_workspaces(conn)
-            else:
-                workspaces = [args.workspace if args.workspace is not None else Path.cwd()]
-            for workspace in workspaces:
-                for corrupt in scan_workspace(conn, workspace).corrupt:
-                    print(
-                        f"tiny-agent: skipped {corrupt.path}: {corrupt.code} at line {corrupt.line}",
-                        file=sys.stderr,
-                    )
-            summaries = list_sessions(conn, None if args.all else workspaces[0])
-    except LedgerError as error:
-        print(f"tiny-agent: {error}", file=sys.stderr)
-        return 2
+            return work(conn)
+    except (LedgerError, sqlite3.Error) as error:
+        reason = damage_reason(error)
+        if reason is None:
+            raise
+    with contextlib.closing(replace_damaged(reason)) as conn:
+        report_recovery(conn)
+        return work(conn)
+
+
+def _index_failed(error: LedgerError | sqlite3.Error) -> int:
+    message = str(error) if isinstance(error, LedgerError) else f"The index database failed: {error}."
+    print(f"tiny-agent: {message}", file=sys.stderr)
+    return 2
+
+
+def run_sessions(args: argparse.Namespace) -> int:
+    """Handler of ``sessions``."""
+
+    def scan_and_list(conn: IndexConnection) -> tuple[list[CorruptFile], list[SessionSummary]]:
+        workspaces = known_workspaces(conn) if args.all else [args.workspace or Path.cwd()]
+        corrupt = [item for workspace in workspaces for item in scan_workspace(conn, workspace).corrupt]
+        return corrupt, list_sessions(conn, None if args.all else workspaces[0])
+
+    try:
+        corrupt, summaries = _using_index(scan_and_list)
+    except (LedgerError, sqlite3.Error) as error:
+        return _index_failed(error)
+    for item in corrupt:
+        print(f"tiny-agent: skipped {item.path}: {item.code} at line {item.line}", file=sys.stderr)
     if args.json:
         print(json.dumps([summary.as_json() for summary in summaries], ensure_ascii=False))
     elif summaries:
@@ -173,11 +198,8 @@ def run_sessions(args: argparse.Namespace) -> int:
 def run_rebuild(args: argparse.Namespace) -> int:
     """Handler of ``index rebuild``."""
     try:
-        with opened() as conn:
-            report_recovery(conn)
-            report = rebuild(conn, args.workspace)
-    except LedgerError as error:
-        print(f"tiny-agent: {error}", file=sys.stderr)
-        return 2
+        report = _using_index(lambda conn: rebuild(conn, args.workspace))
+    except (LedgerError, sqlite3.Error) as error:
+        return _index_failed(error)
     print(json.dumps(report.as_json(), ensure_ascii=False))
     return 0

@@ -8,7 +8,14 @@ only the live request knows; recreate everything derivable with :func:`rebuild`.
 The schema is documented in :mod:`tiny_agent_core.ledger.migrations`.
 """
 
-from tiny_agent_core.ledger.database import IndexConnection, IndexRecovery, connect, opened
+from tiny_agent_core.ledger.database import (
+    IndexConnection,
+    IndexRecovery,
+    connect,
+    damage_reason,
+    opened,
+    replace_damaged,
+)
 from tiny_agent_core.ledger.extract import RequestFacts, SessionFacts, ToolFacts, extract_session
 from tiny_agent_core.ledger.index import (
     CorruptFile,
@@ -55,6 +62,7 @@ __all__ = [
     "add_raw_capture",
     "add_workspace",
     "connect",
+    "damage_reason",
     "data_dir",
     "database_path",
     "default_workspace",
@@ -70,6 +78,7 @@ __all__ = [
     "record_attempt",
     "record_live",
     "redact",
+    "replace_damaged",
     "scan_workspace",
     "session_requests",
     "sessions_dir",

@@ -121,7 +121,7 @@ def _open(path: Path, *, migrate: bool) -> IndexConnection:
     except BaseException as error:
         if conn is not None:
             conn.close()
-        reason = _damage(error)
+        reason = damage_reason(error)
         if reason is not None:
             raise _Unusable(reason) from error
         if isinstance(error, sqlite3.Error):
@@ -130,14 +130,16 @@ def _open(path: Path, *, migrate: bool) -> IndexConnection:
     return conn
 
 
-def _damage(error: BaseException) -> str | None:
-    """Why ``error`` means the file itself is unusable, or ``None`` when it is something else (busy, I/O, …)."""
+def damage_reason(error: BaseException) -> str | None:
+    """Why ``error`` (from opening or using the index) means its file is unusable, or ``None`` when it is something
+    else (busy, I/O, a full disk, …)."""
     if isinstance(error, _Unusable):
         return error.reason
     if isinstance(error, LedgerVersionError):
         return f"it was written by a newer version of the app, schema {error.found}"
     cause = error.__cause__ if isinstance(error, LedgerError) else error
-    if isinstance(cause, sqlite3.DatabaseError) and cause.sqlite_errorcode & 0xFF in _DAMAGE_CODES:
+    code = getattr(cause, "sqlite_errorcode", None)  # absent when the error was not raised by SQLite itself
+    if isinstance(cause, sqlite3.DatabaseError) and isinstance(code, int) and code & 0xFF in _DAMAGE_CODES:
         return str(cause)
     return None
 
@@ -217,6 +219,12 @@ def connect(path: Path | None = None, *, migrate: bool = True) -> IndexConnectio
         except _Unusable as error:
             reason = error.reason
     return _replace(path, reason)
+
+
+def replace_damaged(reason: str, path: Path | None = None) -> IndexConnection:
+    """For damage found after opening (``reason`` = :func:`damage_reason` of the error): close every connection
+    to ``path`` first; the file is then moved aside and replaced as :func:`connect` does (``recovery`` is set)."""
+    return _replace(paths.database_path() if path is None else path, reason)
 
 
 @contextlib.contextmanager

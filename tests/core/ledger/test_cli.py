@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.core.ledger.sessionfiles import SessionFile
+from tiny_agent_core.cli import index as index_command
 from tiny_agent_core.cli import main
-from tiny_agent_core.ledger import Cost, LiveRequest, connect, database_path, record_live
+from tiny_agent_core.ledger import Cost, LiveRequest, SessionSummary, connect, database_path, record_live
 
 T0 = 1_760_000_000_000
 
@@ -171,3 +172,38 @@ def test_missing_workspace_is_a_one_line_usage_error(capsys: pytest.CaptureFixtu
             err
             == f"tiny-agent {' '.join(command)}: error: argument --workspace: {tmp_path / 'nowhere'} does not exist\n"
         )
+
+
+def test_damage_found_after_opening_is_recovered_too(
+    capsys: pytest.CaptureFixture[str], workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    older, newer = _sessions(workspace)
+    _run(capsys, "sessions", "--workspace", str(workspace))
+    garbage = tmp_path / "garbage"
+    garbage.write_bytes(b"not a database at all" * 500)
+    real_list = index_command.list_sessions
+    calls = []
+
+    def damaged_once(conn: sqlite3.Connection, workspace: Path | None = None) -> list[SessionSummary]:
+        calls.append(workspace)
+        if len(calls) == 1:
+            sqlite3.connect(garbage).execute("SELECT 1 FROM sqlite_master")  # a genuine "file is not a database"
+        return real_list(conn, workspace)
+
+    monkeypatch.setattr(index_command, "list_sessions", damaged_once)
+    code, out, err = _run(capsys, "sessions", "--workspace", str(workspace), "--json")
+    assert code == 0
+    assert len(calls) == 2
+    (line,) = err.splitlines()
+    assert line.startswith("tiny-agent: The index database could not be used (file is not a database)")
+    assert {item["id"] for item in json.loads(out)} == {older.id, newer.id}
+
+
+def test_other_index_failures_are_one_line(
+    capsys: pytest.CaptureFixture[str], workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def locked(conn: sqlite3.Connection, workspaces: list[Path]) -> None:
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(index_command, "rebuild", locked)
+    assert _run(capsys, "index", "rebuild") == (2, "", "tiny-agent: The index database failed: database is locked.\n")
