@@ -231,6 +231,8 @@ class Agent:
         """Run one prompt to completion (or failure, or abort). The session must be idle."""
         if not prompt.strip():
             raise ValueError("The prompt is empty.")
+        if facts.make_persistable(prompt)[1]:
+            raise ValueError("The prompt contains text that is not valid Unicode (a lone surrogate); retype it.")
         self._enter()
         try:
             if self.store.state.operation.kind != "idle":
@@ -490,29 +492,7 @@ class Agent:
         step = operation.step
         assert step is not None
         for item in results:
-            if item.get("toolStartedId"):
-                fact = facts.tool_result(
-                    step_id=step.step_id,
-                    tool_started_id=item["toolStartedId"],
-                    result_entry_id=item["resultEntryId"],
-                    tool_call_id=item["toolCallId"],
-                    tool_name=item["toolName"],
-                    content="",
-                    result="interrupted",
-                )
-                entry_id = item["resultEntryId"]
-            else:
-                entry_id = facts.new_id()
-                fact = facts.synthetic_result(
-                    step_id=step.step_id,
-                    assistant_entry_id=item["assistantEntryId"],
-                    tool_index=item["toolIndex"],
-                    tool_call_id=item["toolCallId"],
-                    tool_name=item["toolName"],
-                    reason=item["reason"],
-                    entry_id=entry_id,
-                )
-            self.store.append(fact)
+            self.store.append(facts.planned_result(step.step_id, item))
             self._emit(ToolFinished(item["toolCallId"], item["toolName"], item["content"], item["reason"], None))
 
     # -- model steps ------------------------------------------------------------------------------------------
@@ -723,7 +703,7 @@ class Agent:
         """Live: ``[usage?, stepFailed, operationFinished failed]`` in one transaction; recovery: the first two."""
         operation = self.store.state.operation
         assert operation.kind != "idle"
-        message = self._scrub(str(error) or error.__class__.__name__)
+        message, _ = facts.make_persistable(self._scrub(str(error) or error.__class__.__name__))
         transaction = [
             *self._usage_facts(operation.operation_id, attempt_id, error.usage),
             self._step_failed(step_id, attempt_id, "model_error", message),

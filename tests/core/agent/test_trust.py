@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.core.agent.conftest import API_KEY, make_agent, text_reply, tool_reply
-from tests.loopback import LoopbackServer
+from tests.core.agent.conftest import API_KEY, Harness, make_agent, text_reply, tool_reply
+from tests.loopback import LoopbackServer, Reply
 from tiny_agent_core.agent import events
 from tiny_agent_core.agent.loop import STEP_LIMIT
 from tiny_agent_core.errors import StepLimitError
@@ -185,3 +185,24 @@ async def test_a_tool_result_that_is_not_valid_unicode_never_jams_the_session(
     result = next(m["content"] for m in state.transcript if m["role"] == "tool")
     assert result.startswith("name-\ufffd.txt and a half pair \ufffd")
     assert "2 character(s) that are not valid Unicode were replaced" in result
+
+
+async def test_a_provider_error_that_is_not_valid_unicode_is_committed_safely(
+    workspace: Path, server: LoopbackServer, http: ProviderClient
+) -> None:
+    harness = make_agent(workspace, server, http)
+    server.queue(Reply.error(400, b'{"error": {"message": "bad \\ud800 input", "type": "invalid_request_error"}}'))
+    server.queue(text_reply("Fine again."))
+    result = await harness.agent.run("hi")
+    assert result.outcome == "failed"
+    assert (await harness.agent.run("again")).answer == "Fine again."
+    harness.store.close()
+    failed = harness.records_of("operationFinished")[0]
+    assert "\ud800" not in failed["error"]["message"]
+
+
+async def test_a_prompt_that_is_not_valid_unicode_is_refused_before_anything_is_written(harness: Harness) -> None:
+    before = harness.store.path.read_bytes()
+    with pytest.raises(ValueError, match="not valid Unicode"):
+        await harness.agent.run("hello \udcff")
+    assert harness.store.path.read_bytes() == before
