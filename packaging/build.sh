@@ -21,9 +21,14 @@ start=$(date +%s)
 #    stray build output or caches in the checkout cannot leak into the wheel.
 rm -rf "$src" "$wheels"
 mkdir -p "$src" "$wheels"
-git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' file; do
-    [ -e "$file" ] && printf '%s\0' "$file"
-done | tar --null -T - -cf - | tar -xf - -C "$src"
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' file; do
+        [ -e "$file" ] && printf '%s\0' "$file"
+    done | tar --null -T - -cf - | tar -xf - -C "$src"
+else  # an unpacked source archive: everything but build output, venvs and caches
+    tar --exclude=./build --exclude=./dist --exclude=./.venv --exclude='*.egg-info' --exclude=__pycache__ \
+        --exclude=.git -cf - . | tar -xf - -C "$src"
+fi
 
 # 2. The build venv: PyInstaller and the app's wheel with its runtime dependencies only.
 if [ ! -x "$venv/bin/python" ]; then
@@ -48,5 +53,10 @@ chmod +x "dist/$name/install.sh" "dist/$name/uninstall.sh"
 tarball="dist/$name-$version-linux-x86_64.tar.gz"
 rm -f "$tarball"
 tar -C dist -czf "$tarball" "$name"
+
+# The bundle carries the X libraries the build machine has; say which the target will have to provide itself.
+if gap=$(DISPLAY=:0 QT_QPA_PLATFORM=xcb "dist/$name/tiny-agent-gui" --check-system); then :; else
+    echo "note: this build machine lacks libraries of the xcb plugin, so the bundle does not carry them and the target needs them: ${gap#*: }"
+fi
 
 echo "built dist/$name/tiny-agent-gui ($(du -sh "dist/$name" | cut -f1)) and $tarball ($(du -h "$tarball" | cut -f1)) in $(($(date +%s) - start)) s"
