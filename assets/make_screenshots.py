@@ -2,8 +2,10 @@
 
     QT_QPA_PLATFORM=offscreen .venv/bin/python assets/make_screenshots.py   # or under xvfb-run
 
-Writes ``assets/screenshot-main.png`` (transcript with a tool call selected in the inspector),
-``assets/screenshot-costs.png`` (the cost view), ``assets/screenshot-approval.png`` (an edit waiting for approval),
+Writes ``assets/screenshot-main.png`` (a tool-heavy run: outcome cards with the edit's diff expanded, the session's
+waterfall in the inspector), ``assets/screenshot-inspector.png`` (the failed ``bash`` call inspected),
+``assets/screenshot-dark.png`` (the same window at 1024×640 in a dark palette), ``assets/screenshot-costs.png``
+(the cost view), ``assets/screenshot-approval.png`` (an edit waiting for approval),
 ``assets/screenshot-settings.png`` and ``assets/screenshot-welcome.png`` (first run).
 """
 
@@ -23,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import httpx  # noqa: E402
+from PySide6.QtGui import QColor, QPalette  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from tests.loopback import LoopbackServer, Reply, sse_events  # noqa: E402
@@ -31,7 +34,13 @@ from tiny_agent_core.providers.client import ProviderClient  # noqa: E402
 from tiny_agent_core.secrets import KeyStore  # noqa: E402
 from tiny_agent_core.settings import AppSettings, ProfileConfig  # noqa: E402
 from tiny_agent_core.timeline import ToolItem  # noqa: E402
-from tiny_agent_core.tools.approval import AllowListApprover, ApprovalPolicy, ToolSettings  # noqa: E402
+from tiny_agent_core.tools.approval import (  # noqa: E402
+    ApprovalAnswer,
+    ApprovalPolicy,
+    ApprovalRequest,
+    Choice,
+    ToolSettings,
+)
 from tiny_agent_core.tools.registry import builtin_tools  # noqa: E402
 from tiny_agent_gui.approval_dialog import ApprovalDialog  # noqa: E402
 from tiny_agent_gui.event_loop import HookedQEventLoop  # noqa: E402
@@ -59,7 +68,37 @@ def _tool_turn(call_id: str, name: str, arguments: dict[str, Any], usage: dict[s
         {"choices": [{"index": 0, "delta": {"tool_calls": [rest]}}]},
         {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}], "usage": usage},
     ]
-    return Reply.sse(sse_events(chunks))
+    return Reply.sse(sse_events(chunks), pace=0.12)  # paced: the waterfall shows time to first token
+
+
+class _DemoApprover:
+    """Approves the demo's calls for you, except a force push, which it denies as a user would."""
+
+    async def ask(self, request: ApprovalRequest) -> ApprovalAnswer:
+        if "--force" in str(request.arguments.get("command", "")):
+            return ApprovalAnswer.deny("Tests fail: do not push, and never force-push main.")
+        return ApprovalAnswer(Choice.ALLOW_ONCE)
+
+
+def _dark_palette() -> QPalette:
+    palette = QPalette()
+    for role, colour in (
+        (QPalette.ColorRole.Window, "#2b2b2b"),
+        (QPalette.ColorRole.WindowText, "#e6e6e6"),
+        (QPalette.ColorRole.Base, "#1e1e1e"),
+        (QPalette.ColorRole.AlternateBase, "#2f2f2f"),
+        (QPalette.ColorRole.Text, "#e6e6e6"),
+        (QPalette.ColorRole.Button, "#353535"),
+        (QPalette.ColorRole.ButtonText, "#e6e6e6"),
+        (QPalette.ColorRole.Highlight, "#2f65ca"),
+        (QPalette.ColorRole.HighlightedText, "#ffffff"),
+        (QPalette.ColorRole.PlaceholderText, "#9a9a9a"),
+        (QPalette.ColorRole.Mid, "#555555"),
+        (QPalette.ColorRole.ToolTipBase, "#2b2b2b"),
+        (QPalette.ColorRole.ToolTipText, "#e6e6e6"),
+    ):
+        palette.setColor(role, QColor(colour))
+    return palette
 
 
 def _answer(text: str, usage: dict[str, Any]) -> Reply:
@@ -77,6 +116,10 @@ async def _demo(app: QApplication) -> None:
         workspace = base / "demo-project"
         workspace.mkdir()
         (workspace / "greet.py").write_text('def greet(name):\n    return "Hello " + name\n')
+        (workspace / "test_greet.py").write_text(
+            "import unittest\n\nfrom greet import greet\n\n\nclass GreetTest(unittest.TestCase):\n"
+            "    def test_greet(self):\n        self.assertEqual(greet('Ada'), 'Hello Ada')\n"
+        )
         settings = AppSettings()
         profile = replace(ProfileConfig.from_preset("openrouter", "openrouter"), base_url=server.base_url)
         settings.add_profile(replace(profile, model="anthropic/claude-sonnet-4.5"))
@@ -87,27 +130,34 @@ async def _demo(app: QApplication) -> None:
         ledger = connect(base / "index.sqlite3")
         services = Services(client, ledger, settings, KeyStore(environ={}), ToolSettings.in_memory())
         window = MainWindow(services)
-        window.controller._approver = AllowListApprover(["read", "edit", "bash"])  # the demo approves for you
+        window.controller._approver = _DemoApprover()  # the demo approves for you (and denies a force push)
         window.resize(1440, 900)
         window.show()
 
+        edit = {"path": "greet.py", "edits": [{"oldText": '"Hello " + name', "newText": 'f"Hello, {name}!"'}]}
         server.queue(
             _tool_turn("call_1", "read", {"path": "greet.py"}, _usage(1840, 41, 0, 0.00615), "Let me look at it."),
+            _tool_turn("call_2", "read", {"path": "tests/test_cart.py"}, _usage(1890, 30, 1792, 0.00121), ""),
+            _tool_turn("call_3", "edit", edit, _usage(1932, 88, 1792, 0.00233), ""),
             _tool_turn(
-                "call_2",
-                "edit",
-                {"path": "greet.py", "edits": [{"oldText": '"Hello " + name', "newText": 'f"Hello, {name}!"'}]},
-                _usage(1932, 88, 1792, 0.00233),
-                "",
+                "call_4", "bash", {"command": "python3 -m unittest -q test_greet"}, _usage(2010, 35, 1920, 0.0014), ""
+            ),
+            _tool_turn(
+                "call_5",
+                "bash",
+                {"command": "rm -rf build/ && git push --force origin main"},
+                _usage(2290, 52, 1920, 0.0019),
+                "The greeting test still expects the old text.",
             ),
             _answer(
-                "Done. `greet` now uses an f-string:\n\n```python\ndef greet(name):\n"
-                '    return f"Hello, {name}!"\n```\n\nThe greeting also gained a comma and an exclamation mark.',
-                _usage(2051, 63, 1920, 0.00190),
+                "`greet` now uses an f-string:\n\n```python\ndef greet(name):\n"
+                '    return f"Hello, {name}!"\n```\n\n`test_greet` still expects `Hello Ada`, so it fails; '
+                "I did not push.",
+                _usage(2351, 63, 2048, 0.00190),
             ),
         )
         window.new_session()
-        window.controller.submit("Make greet() use an f-string and a friendlier greeting.")
+        window.controller.submit("Make greet() use an f-string and a friendlier greeting, then push.")
         await window.controller.wait_idle()
         server.queue(_answer("Ja, alles gut! 你好，世界。", _usage(2200, 12, 2048, 0.0011)))
         window.controller.submit("Alles gut? 你好吗？")
@@ -128,11 +178,30 @@ async def _demo(app: QApplication) -> None:
         await asyncio.sleep(0.3)
         timeline = window.timeline
         assert timeline is not None
-        edit = next(i for i, item in enumerate(timeline.items) if isinstance(item, ToolItem) and item.name == "edit")
-        window.transcript.setCurrentIndex(window.transcript.transcript_model().index(edit, 0))
+        model = window.transcript.transcript_model()
+        tools = {item.call_id: row for row, item in enumerate(timeline.items) if isinstance(item, ToolItem)}
+        window.transcript.set_expanded(model.index(tools["call_3"], 0), True)
+        window.transcript.scrollTo(model.index(tools["call_5"], 0))
+        window.inspector.show_item(None)
         await asyncio.sleep(0.5)
         app.processEvents()
         window.grab().save(str(OUT / "screenshot-main.png"))
+
+        window.transcript.setCurrentIndex(model.index(tools["call_4"], 0))
+        await asyncio.sleep(0.3)
+        app.processEvents()
+        window.grab().save(str(OUT / "screenshot-inspector.png"))
+
+        window.inspector.show_item(None)
+        window.transcript.clearSelection()
+        app.setPalette(_dark_palette())
+        window.resize(1024, 640)
+        window.splitter.setSizes([220, 480, 324])
+        await asyncio.sleep(0.5)
+        app.processEvents()
+        window.grab().save(str(OUT / "screenshot-dark.png"))
+        app.setPalette(app.style().standardPalette())
+        window.resize(1440, 900)
 
         window.show_costs()
         window.cost_view.table.selectAll() if hasattr(window.cost_view, "table") else None

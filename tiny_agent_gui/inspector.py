@@ -5,9 +5,9 @@ outcome (the core's: ``exit 1``, ``denied: <reason>``, …), arguments (pretty J
 result, the diff of an edit or write (Changes), timing, the replay policy and the step that produced it; for a step
 (an assistant message, a compaction, a failed operation's notice) the message rendered as Markdown, the model,
 stop reason, usage, cost and its source, latency, time to first token, HTTP status and the answering model, dialect
-repairs and dropped provider fields. The raw wire request and response (Request and Response tabs, with "Copy as
-cURL") come from the ledger's capture, loaded on demand through ``load_captures`` when one of the Step, Request or
-Response tabs is first shown for that step; they are formatted by the core (:func:`capture_text`,
+repairs and dropped provider fields. The raw wire request and response (the Wire tab, one above the other, with
+"Copy as cURL") come from the ledger's capture, loaded on demand through ``load_captures`` when the Step or Wire
+tab is first shown for that step; they are formatted by the core (:func:`capture_text`,
 :func:`capture_answer`, :func:`curl_command`), never parsed here. Every text wraps; Ctrl+F searches the section
 shown. A click (or Enter) on a waterfall row shows what it stands for and emits :attr:`InspectorPane.row_requested`
 so the window can select it in the transcript; "Waterfall" (or Esc) goes back.
@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
+    QSplitter,
     QStackedWidget,
     QTabWidget,
     QTextEdit,
@@ -214,7 +215,7 @@ class InspectorPane(QWidget):
         """The session's trace, shown when nothing is selected."""
         self.waterfall.row_activated.connect(self._row_activated)
         self.tabs = QTabWidget()
-        """Overview, Arguments, Result, Changes, Step, Request, Response."""
+        """Overview, Arguments, Result, Changes, Step, Wire (only those that apply are shown)."""
         self.tabs.setAccessibleName("Inspector sections")
         self.tabs.setToolTip("Ctrl+Tab / Ctrl+Shift+Tab switch sections; Ctrl+F searches")
         self.tabs.setUsesScrollButtons(True)
@@ -236,8 +237,20 @@ class InspectorPane(QWidget):
         request_page.setAccessibleName("Request")
         request_layout = QVBoxLayout(request_page)
         request_layout.setContentsMargins(0, 0, 0, 0)
+        request_layout.addWidget(QLabel("Request"))
         request_layout.addWidget(self.request, 1)
         request_layout.addWidget(self.curl, 0, Qt.AlignmentFlag.AlignRight)
+        response_page = QWidget()
+        response_page.setAccessibleName("Response")
+        response_layout = QVBoxLayout(response_page)
+        response_layout.setContentsMargins(0, 0, 0, 0)
+        response_layout.addWidget(QLabel("Response"))
+        response_layout.addWidget(self.response, 1)
+        self.wire = QSplitter(Qt.Orientation.Vertical)
+        """The raw wire: the request above, the response below."""
+        self.wire.setAccessibleName("Raw wire")
+        self.wire.addWidget(request_page)
+        self.wire.addWidget(response_page)
         self._pages: dict[str, QWidget] = {}
         for widget, label in (
             (self.overview, "Overview"),
@@ -245,8 +258,7 @@ class InspectorPane(QWidget):
             (self.result, "Result"),
             (self.changes, "Changes"),
             (self.step, "Step"),
-            (request_page, "Request"),
-            (self.response, "Response"),
+            (self.wire, "Wire"),
         ):
             self.tabs.addTab(widget, label)
             self._pages[label] = widget
@@ -344,7 +356,7 @@ class InspectorPane(QWidget):
         for box in (self.arguments, self.result, self.changes, self.step, self.request, self.response):
             box.clear()
         if isinstance(item, ToolItem):
-            self.title.setText(f"Tool call: {item.summary} — {tool_state(item)}")
+            self.title.setText(f"Tool call: {item.summary}")
             overview = tool_text(item)
             self.arguments.setPlainText(self._arguments_text(item))
             words = _RESULT_WORDS.get(item.status, item.status)
@@ -382,16 +394,15 @@ class InspectorPane(QWidget):
         self._step = step
         self.step.setPlainText(step_text(step) if step is not None else "No model step.")
         is_tool = isinstance(item, ToolItem)
-        for label, enabled in (
+        for label, shown in (
             ("Arguments", is_tool),
             ("Result", is_tool),
             ("Changes", is_tool and not self.changes.document().isEmpty()),
             ("Step", step is not None),
-            ("Request", step is not None),
-            ("Response", step is not None),
+            ("Wire", step is not None),
         ):
-            self.tabs.setTabEnabled(self.tabs.indexOf(self._pages[label]), enabled)
-        if not self.tabs.isTabEnabled(self.tabs.currentIndex()):
+            self.tabs.setTabVisible(self.tabs.indexOf(self._pages[label]), shown)
+        if not self.tabs.isTabVisible(self.tabs.currentIndex()):
             self.tabs.setCurrentIndex(0)
         self._raw_attempt = step.attempt_id if step is not None else None
         self._raw_loaded_for = None
@@ -401,7 +412,7 @@ class InspectorPane(QWidget):
 
     def show_changes(self) -> None:
         """Bring the Changes tab forward (when the shown call has a diff)."""
-        if self.tabs.isTabEnabled(self.tabs.indexOf(self.changes)):
+        if self.tabs.isTabVisible(self.tabs.indexOf(self.changes)):
             self.tabs.setCurrentWidget(self.changes)
 
     def append_live_output(self, call_id: str, text: str) -> None:
@@ -432,7 +443,7 @@ class InspectorPane(QWidget):
     # --- raw wire ------------------------------------------------------------------------------------------------
 
     def _tab_changed(self, _index: int) -> None:
-        if self.tabs.currentWidget() in (self.step, self._pages["Request"], self.response):
+        if self.tabs.currentWidget() in (self.step, self.wire):
             self._load_raw()
 
     def _load_raw(self) -> None:
@@ -477,8 +488,8 @@ class InspectorPane(QWidget):
 
     def _section(self) -> QPlainTextEdit | QTextEdit:
         current = self.tabs.currentWidget()
-        if current is self._pages["Request"]:
-            return self.request
+        if current is self.wire:
+            return self.response if self.response.hasFocus() else self.request
         assert isinstance(current, QPlainTextEdit | QTextEdit)
         return current
 

@@ -28,7 +28,7 @@ from tiny_agent_core.trace import CallSpan, RunSpan, StepSpan, Trace, TraceRow, 
 from tiny_agent_core.usage import Usage
 from tiny_agent_gui.cost.formatting import cost_text
 from tiny_agent_gui.transcript.model import format_duration, tool_state
-from tiny_agent_gui.transcript.outcome_style import badge_text, outcome_colour
+from tiny_agent_gui.transcript.outcome_style import outcome_colour, outcome_mark
 
 ROW_ROLE = Qt.ItemDataRole.UserRole + 1
 """Custom role: the row's :data:`~tiny_agent_core.trace.TraceRow`."""
@@ -56,13 +56,24 @@ def _short(count: int) -> str:
     return f"{count / 1_000_000:.1f}M"
 
 
+def _compact_tokens(usage: Usage | None) -> str:
+    return "?" if usage is None else f"{_short(usage.prompt)}→{_short(usage.output)}"
+
+
 def _figures(row: TraceRow) -> str:
-    """The right-hand column: tokens and cost of a run or request, the duration of a call."""
+    """The right-hand column: tokens (in→out) and cost of a run or request, the duration of a call."""
     if isinstance(row, CallSpan):
         return format_duration(row.duration_ms) or "—"
     if isinstance(row, RunSpan):
-        return f"{_tokens(row.usage)} · {cost_text(row.cost, row.unknown_costs, unknown='?')}"
-    return f"{_tokens(row.step.usage)} · {cost_text(row.step.cost, unknown='?')}"
+        return f"{_compact_tokens(row.usage)} · {cost_text(row.cost, row.unknown_costs, unknown='?')}"
+    return f"{_compact_tokens(row.step.usage)} · {cost_text(row.step.cost, unknown='?')}"
+
+
+def _row_label(row: StepSpan | CallSpan) -> str:
+    """A request's model (without its provider prefix), or a call's outcome mark and summary."""
+    if isinstance(row, StepSpan):
+        return row.step.model.rsplit("/", 1)[-1]
+    return f"{outcome_mark(row.item)} {row.item.summary}"
 
 
 def row_text(row: TraceRow, number: int = 0) -> str:
@@ -156,11 +167,11 @@ class WaterfallDelegate(QStyledItemDelegate):
         self._model = model
 
     def sizeHint(self, option: QStyleOptionViewItem, index: ModelIndex) -> QSize:
-        """Every row is one line high."""
-        return QSize(self._view.viewport().width(), QFontMetrics(self._view.font()).height() + 8)
+        """Every row is two lines high: its words, then its bar."""
+        return QSize(self._view.viewport().width(), 2 * QFontMetrics(self._view.font()).height() + 10)
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: ModelIndex) -> None:
-        """Draw one row."""
+        """Draw one row: label and figures on the first line, the bar on the run's clock below."""
         row = self._model.row(index.row())
         run, number = self._model.run_of(index.row())
         palette = option.palette
@@ -172,34 +183,46 @@ class WaterfallDelegate(QStyledItemDelegate):
         elif isinstance(row, RunSpan):
             painter.fillRect(rect, palette.color(QPalette.ColorRole.AlternateBase))
         text_colour = palette.color(QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.Text)
+        muted = palette.color(QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.PlaceholderText)
         font = QFont(self._view.font())
         metrics = QFontMetrics(font)
+        inner = rect.adjusted(6, 3, -6, -3)
+        line = QRect(inner.left(), inner.top(), inner.width(), metrics.height() + 2)
+        below = QRect(inner.left(), line.bottom() + 1, inner.width(), inner.bottom() - line.bottom())
         figures = _figures(row)
-        figures_width = min(metrics.horizontalAdvance(figures), rect.width() // 3)
-        inner = rect.adjusted(6, 0, -6, 0)
-        figures_rect = QRect(inner.right() - figures_width, inner.top(), figures_width, inner.height())
+        figures_width = min(metrics.horizontalAdvance(figures) + 4, line.width() // 2)
+        figures_rect = QRect(line.right() - figures_width, line.top(), figures_width, line.height())
+        indent = {RunSpan: 0, StepSpan: 10, CallSpan: 22}[type(row)]
+        label_rect = QRect(
+            line.left() + indent, line.top(), figures_rect.left() - line.left() - indent - 8, line.height()
+        )
         if isinstance(row, RunSpan):
             font.setBold(True)
-            painter.setFont(font)
-            painter.setPen(text_colour)
-            label_rect = QRect(inner.left(), inner.top(), figures_rect.left() - inner.left() - 8, inner.height())
-            label = f"Run {number}: {row.title or '(no prompt)'} · {format_duration(row.duration_ms) or '0 ms'}"
-            label = QFontMetrics(font).elidedText(label, Qt.TextElideMode.ElideRight, label_rect.width())
-            painter.drawText(label_rect, Qt.AlignmentFlag.AlignVCenter, label)
+            label = f"Run {number}: {row.title or '(no prompt)'}"
+            detail = (
+                f"{format_duration(row.duration_ms) or '0 ms'} · {len(row.steps)} request"
+                f"{'s' if len(row.steps) != 1 else ''} · {sum(len(step.calls) for step in row.steps)} tool calls"
+            )
+            painter.setFont(self._view.font())
+            painter.setPen(muted)
+            detail_rect = below.adjusted(10, 0, 0, 0)
+            painter.drawText(
+                detail_rect,
+                Qt.AlignmentFlag.AlignVCenter,
+                metrics.elidedText(detail, Qt.TextElideMode.ElideRight, detail_rect.width()),
+            )
         else:
-            label_width = int(inner.width() * 0.36)
-            indent = 12 if isinstance(row, StepSpan) else 24
-            label_rect = QRect(inner.left() + indent, inner.top(), label_width - indent, inner.height())
-            bar_area = QRect(label_rect.right() + 8, inner.top() + 4, 0, inner.height() - 8)
-            bar_area.setRight(figures_rect.left() - 8)
-            painter.setFont(font)
-            painter.setPen(text_colour)
-            label = row.step.model if isinstance(row, StepSpan) else f"{badge_text(row.item)} {row.item.summary}"
-            label = metrics.elidedText(label, Qt.TextElideMode.ElideRight, label_rect.width())
-            painter.drawText(label_rect, Qt.AlignmentFlag.AlignVCenter, label)
-            self._paint_bar(painter, bar_area, row, run, palette)
+            label = _row_label(row)
+            self._paint_bar(painter, below.adjusted(10, 3, 0, -3), row, run, palette)
+        painter.setFont(font)
+        painter.setPen(text_colour)
+        painter.drawText(
+            label_rect,
+            Qt.AlignmentFlag.AlignVCenter,
+            QFontMetrics(font).elidedText(label, Qt.TextElideMode.ElideRight, label_rect.width()),
+        )
         painter.setFont(self._view.font())
-        painter.setPen(text_colour if selected else palette.color(QPalette.ColorRole.PlaceholderText))
+        painter.setPen(muted)
         painter.drawText(
             figures_rect,
             Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight,
@@ -310,7 +333,8 @@ class WaterfallPane(QWidget):
         self.totals.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.legend = QLabel(
             f'<span style="color:{_TTFT.name()}">■</span> waiting for the first token '
-            f'<span style="color:{_GENERATION.name()}">■</span> generating · tool calls in their outcome colour'
+            f'<span style="color:{_GENERATION.name()}">■</span> generating · tool calls in their outcome colour · '
+            "tokens in→out"
         )
         self.legend.setAccessibleName("Waterfall legend")
         self.legend.setWordWrap(True)

@@ -48,7 +48,7 @@ def test_tool_call(qtbot: QtBot, session: Session) -> None:
     qtbot.addWidget(pane)
     tool = items_of(session, ToolItem)[0]
     pane.show_item(tool)
-    assert pane.title.text() == "Tool call: read a.txt · 2 lines — ok"
+    assert pane.title.text() == "Tool call: read a.txt · 2 lines"
     overview = pane.overview.toPlainText()
     assert "outcome: ok" in overview
     assert "recorded result: success" in overview
@@ -65,7 +65,7 @@ def test_tool_call(qtbot: QtBot, session: Session) -> None:
     assert "cost: unknown" in step
     assert pane.arguments.isReadOnly()
     assert pane.arguments.font().fixedPitch() or pane.arguments.font().styleHint() != 0
-    assert pane.tabs.isTabEnabled(pane.tabs.indexOf(pane.arguments))
+    assert pane.tabs.isTabVisible(pane.tabs.indexOf(pane.arguments))
 
 
 def test_step_with_ledger_facts(qtbot: QtBot, session: Session) -> None:
@@ -116,9 +116,9 @@ def test_step_with_ledger_facts(qtbot: QtBot, session: Session) -> None:
     assert "dropped provider fields: not recorded" in text
     assert "answered by: test/模型-2026" in text
     assert "It is 第一行." in pane.overview.toPlainText()
-    assert not pane.tabs.isTabEnabled(pane.tabs.indexOf(pane.arguments))
+    assert not pane.tabs.isTabVisible(pane.tabs.indexOf(pane.arguments))
     assert loads == []  # raw wire is loaded only when its tab is shown
-    pane.tabs.setCurrentIndex(pane.tabs.indexOf(pane.request.parentWidget()))
+    pane.tabs.setCurrentWidget(pane.wire)
     assert loads == [answer.step.attempt_id]
     request = pane.request.toPlainText()
     assert "POST http://127.0.0.1/v1/chat/completions" in request
@@ -148,11 +148,11 @@ def test_notice_user_and_nothing(qtbot: QtBot, session: Session) -> None:
     assert "error: model_error: HTTP 401: bad key" in pane.step.toPlainText()
     assert "HTTP status: not recorded" in pane.step.toPlainText()  # not "unknown"
     assert "answered by: not recorded" in pane.step.toPlainText()
-    pane.tabs.setCurrentWidget(pane.response)
+    pane.tabs.setCurrentWidget(pane.wire)
     assert "No raw wire capture" in pane.response.toPlainText()
     pane.show_item(items_of(session, UserItem)[0])
     assert pane.overview.toPlainText() == "读 a.txt"
-    assert not pane.tabs.isTabEnabled(pane.tabs.indexOf(pane.response))
+    assert not pane.tabs.isTabVisible(pane.tabs.indexOf(pane.wire))
     pane.show_item(None)
     assert pane.current_item() is None
     assert pane.stack.currentWidget() is pane.waterfall

@@ -178,7 +178,7 @@ def test_changes_tab_and_search(qtbot: QtBot, timeline: Timeline) -> None:
     pane.show()
     edit = next(item for item in timeline.items if isinstance(item, ToolItem) and item.name == "edit")
     pane.show_item(edit)
-    assert pane.tabs.isTabEnabled(pane.tabs.indexOf(pane.changes))
+    assert pane.tabs.isTabVisible(pane.tabs.indexOf(pane.changes))
     pane.show_changes()
     assert '+f"Hello, {name}!"' in pane.changes.toPlainText()
     assert "changes: greet.py +1 \u22121" in pane.overview.toPlainText()
@@ -191,7 +191,7 @@ def test_changes_tab_and_search(qtbot: QtBot, timeline: Timeline) -> None:
     assert not pane.search.isVisible()
     read = next(item for item in timeline.items if isinstance(item, ToolItem) and item.name == "read")
     pane.show_item(read)
-    assert not pane.tabs.isTabEnabled(pane.tabs.indexOf(pane.changes))
+    assert not pane.tabs.isTabVisible(pane.tabs.indexOf(pane.changes))
     answer = next(item for item in timeline.items if isinstance(item, AssistantItem) and item.text)
     pane.show_item(answer)
     assert pane.overview.toPlainText() == "Tests fail; I did not push."

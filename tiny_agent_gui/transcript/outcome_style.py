@@ -44,7 +44,12 @@ def outcome_colour(item: ToolItem) -> QColor:
     return QColor(_COLOURS.get(_kind(item), _COLOURS["not_run"]))
 
 
+def outcome_mark(item: ToolItem) -> str:
+    """One character for the outcome: ``✓``, ``✗``, ``⊘``, …"""
+    return _MARKS.get(_kind(item), "•")
+
+
 def badge_text(item: ToolItem) -> str:
     """A mark and a word or two: ``✓ ok``, ``✗ exit 1``, ``⊘ denied``, ``… running``."""
     label = item.outcome.label if item.outcome is not None else item.status
-    return f"{_MARKS.get(_kind(item), '•')} {label}"
+    return f"{outcome_mark(item)} {label}"
