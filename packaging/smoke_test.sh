@@ -25,7 +25,13 @@ out=$("$binary" --version)
 [ "$out" = "tiny-agent-gui $version" ] || fail "--version printed '$out', expected 'tiny-agent-gui $version'"
 echo "ok: --version: $out"
 
-# 2. No display and no offscreen platform: one line naming the problem and exit 2 (not Qt's abort, 134).
+# 2. --diagnostics: the bundled price table's version and the folders are there (no window needed).
+out=$(QT_QPA_PLATFORM=offscreen "$binary" --diagnostics)
+case "$out" in *"Price table: genai-prices "*"Settings: $XDG_CONFIG_HOME/tiny-agent-desktop/settings.json"*) ;;
+    *) fail "--diagnostics printed: $out" ;; esac
+echo "ok: --diagnostics: $(printf '%s\n' "$out" | grep -E '^(Keyring|Bash sandbox):' | tr '\n' ' ')"
+
+# 3. No display and no offscreen platform: one line naming the problem and exit 2 (not Qt's abort, 134).
 set +e
 out=$(env -u DISPLAY -u WAYLAND_DISPLAY -u QT_QPA_PLATFORM "$binary" 2>&1)
 status=$?
@@ -35,7 +41,7 @@ case "$out" in *"no display"*) ;; *) fail "without a display it said: $out" ;; e
 [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] || fail "without a display it printed more than one line: $out"
 echo "ok: no display -> exit 2, one line"
 
-# 3. The window, offscreen: a screenshot of it, and the log file.
+# 4. The window, offscreen: a screenshot of it, and the log file.
 shot="$tmp/window.png"
 start=$(date +%s%N)
 QT_QPA_PLATFORM=offscreen "$binary" --screenshot "$shot" 2>"$tmp/stderr" || fail "the bundle failed: $(cat "$tmp/stderr")"
@@ -56,7 +62,7 @@ log="$XDG_STATE_HOME/tiny-agent-desktop/log/tiny-agent-desktop.log"
 grep -q "tiny-agent desktop $version starting" "$log" || fail "no start line in $log"
 echo "ok: launch to saved screenshot in ${milliseconds} ms; log file written"
 
-# 4. install.sh into the temporary HOME: the entry validates and starts the installed binary.
+# 5. install.sh into the temporary HOME: the entry validates and starts the installed binary.
 "$app/install.sh" >"$tmp/install.out" 2>&1 || fail "install.sh failed: $(cat "$tmp/install.out")"
 installed="$HOME/.local/opt/tiny-agent-desktop"
 entry="$XDG_DATA_HOME/applications/tiny-agent-desktop.desktop"
@@ -76,7 +82,7 @@ if command -v appstreamcli >/dev/null; then
 fi
 echo "ok: install.sh: $entry validates, Exec=$exec_path runs, icons and AppStream file installed"
 
-# 5. uninstall.sh removes the entry, the icons, the AppStream file and the app, and nothing else.
+# 6. uninstall.sh removes the entry, the icons, the AppStream file and the app, and nothing else.
 "$installed/uninstall.sh" >/dev/null || fail "uninstall.sh failed"
 [ ! -e "$entry" ] && [ ! -e "$metainfo" ] && [ ! -e "$installed" ] || fail "uninstall.sh left files behind"
 [ -z "$(find "$XDG_DATA_HOME/icons" -name 'tiny-agent-desktop.*')" ] || fail "uninstall.sh left icons behind"

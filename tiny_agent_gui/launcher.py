@@ -1,12 +1,13 @@
 """The ``tiny-agent-gui`` command: options that need no window, the system check, the log, then the window.
 
 ``tiny-agent-gui [--workspace DIR] [--screenshot PNG]`` starts the window (``--screenshot`` saves a PNG of it once
-painted and quits). ``--version``, ``--install-desktop-entry``, ``--remove-desktop-entry`` and ``--check-system``
-answer without starting Qt. Before Qt starts, :func:`tiny_agent_gui.system_check.check` makes sure the display and
-the xcb plugin's libraries are there: if not, one line names what is missing and the exit status is 2 (instead of
-Qt's misleading message and an abort).
+painted and quits). ``--version``, ``--install-desktop-entry``, ``--remove-desktop-entry``, ``--diagnostics`` and
+``--check-system`` answer without starting a window. Before Qt starts a window,
+:func:`tiny_agent_gui.system_check.check` makes sure the display and the xcb plugin's libraries are there: if not,
+one line names what is missing and the exit status is 2 (instead of Qt's misleading message and an abort).
 
-This module imports no Qt, so these options work (and fail clearly) where Qt cannot load.
+This module imports no Qt at import time (``--diagnostics`` loads Qt Core only, for its version), so these options
+work, and fail clearly, where Qt's window cannot start.
 """
 
 from __future__ import annotations
@@ -44,11 +45,27 @@ def parser() -> argparse.ArgumentParser:
         "--remove-desktop-entry", action="store_true", help="remove what --install-desktop-entry added and exit"
     )
     result.add_argument(
+        "--diagnostics",
+        action="store_true",
+        help="print what Help › Copy Diagnostics copies (versions, folders, keyring, sandbox, settings without "
+        "secrets) and exit",
+    )
+    result.add_argument(
         "--check-system",
         action="store_true",
         help="check the display and the system libraries the window needs, print the result and exit (2: missing)",
     )
     return result
+
+
+def _diagnostics_text() -> str:
+    from PySide6 import QtCore  # Qt Core only: no display needed
+
+    from tiny_agent_core.settings import AppSettings
+    from tiny_agent_gui.diagnostics import collect, settings_summary
+
+    toolkit = f"{QtCore.qVersion()} (PySide6 {QtCore.__version__})"
+    return collect(settings_summary(AppSettings.load()), toolkit).as_text()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -66,6 +83,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             written = desktop_entry.install(layout)
             command = desktop_entry.launch_command()[0]
             print(f"installed {layout.desktop_file} (Exec={command}) and {len(written) - 1} icon and AppStream files")
+        return 0
+    if args.diagnostics:
+        print(_diagnostics_text(), end="")
         return 0
     problem = system_check.check()
     if args.check_system:

@@ -5,6 +5,7 @@ Subprocess tests run ``python -m tiny_agent_gui`` (the script's entry point) wit
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -60,6 +61,24 @@ def test_no_display_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert result.stderr.count("\n") == 1
     assert result.stderr.startswith("tiny-agent-gui: no display:")
     assert "QT_QPA_PLATFORM=offscreen" in result.stderr
+
+
+def test_diagnostics_print_versions_and_folders_without_secrets(tmp_path: Path) -> None:
+    config = tmp_path / "config"
+    config.mkdir()
+    url = f"https://me:{SECRET}@llm.example.com/v1?key={SECRET}"
+    profile = {"id": "p", "provider": "custom", "name": "P", "baseUrl": url, "model": "m", "keyEnv": "MY_KEY"}
+    settings = {"version": 1, "profiles": [profile], "activeProfile": "p"}
+    (config / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
+    result = _run(tmp_path, "--diagnostics", TINY_AGENT_CONFIG_DIR=str(config), MY_KEY=SECRET)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("tiny-agent desktop diagnostics\n")
+    assert f"Version: {app_version()}\n" in result.stdout
+    assert "Price table: genai-prices " in result.stdout
+    assert f"Settings: {config / 'settings.json'}\n" in result.stdout
+    assert "baseUrl: https://llm.example.com/v1\n" in result.stdout
+    assert "keyEnv: MY_KEY\n" in result.stdout
+    assert SECRET not in result.stdout + result.stderr
 
 
 def test_check_system_passes_offscreen(tmp_path: Path) -> None:
