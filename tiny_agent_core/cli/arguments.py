@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import TypeVar
 from urllib.parse import urlsplit
 
+from tiny_agent_core.providers.transport import Timeouts
+
 _N = TypeVar("_N", int, float)
 
 MAX_TIMEOUT_SECONDS = 86_400.0
@@ -76,3 +78,11 @@ def existing_folder(text: str) -> Path:
     if not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text} is not a folder" if path.exists() else f"{text} does not exist")
     return path
+
+
+def request_timeouts(timeout: float | None) -> Timeouts:
+    """The timeouts of one model request: ``--timeout`` bounds it as a whole (and so every silence); without it,
+    the defaults of :class:`Timeouts` (120 s of silence, 600 s in all)."""
+    if timeout is None:
+        return Timeouts()
+    return Timeouts(connect=min(10.0, timeout), read=timeout, total=timeout)

@@ -13,7 +13,9 @@
 - Failure, exit 2: the last stderr line is ``{"error": {"kind", "message", "status"?, "retryAfter"?}}``, ``kind``
   one of ``http_error``, ``timeout``, ``connection``, ``malformed``, ``content_filter``, ``provider_error``.
 - ``--timeout`` bounds each request as a whole, from sending it to the last byte of the response (so it is also
-  the longest silence allowed): a server that trickles bytes cannot keep it open longer.
+  the longest silence allowed): a server that trickles bytes cannot keep it open longer. Without it, a request
+  may be silent for 120 s and take 600 s in all (the defaults of
+  :class:`~tiny_agent_core.providers.transport.Timeouts`).
 - Invalid arguments exit 2 with one line ``tiny-agent chat: error: <message>`` on stderr: a base URL that is not
   ``http``/``https`` with a host (IPv6 in brackets) and a port in 1–65535, a timeout that is not a number of
   seconds above 0, an empty prompt, a missing key variable.
@@ -30,7 +32,7 @@ import os
 import sys
 from typing import Any
 
-from tiny_agent_core.cli.arguments import base_url, seconds
+from tiny_agent_core.cli.arguments import base_url, request_timeouts, seconds
 from tiny_agent_core.errors import ProviderConfigurationError, ProviderError
 from tiny_agent_core.providers.client import ChatCompleted, ProviderClient, TextDelta, error_summary
 from tiny_agent_core.providers.profiles import ProviderProfile, check_api_key, list_models, profile_for_base_url
@@ -52,7 +54,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--model", help="model id (default: the first model the server lists)")
     parser.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
     parser.add_argument(
-        "--timeout", type=seconds, default=120.0, metavar="SECONDS", help="longest time a request may take"
+        "--timeout",
+        type=seconds,
+        default=None,
+        metavar="SECONDS",
+        help="longest time a request may take (default: 120 s of silence, 600 s in all)",
     )
     parser.set_defaults(handler=run_chat, parser=parser)
 
@@ -133,5 +139,5 @@ def run_chat(args: argparse.Namespace) -> int:
         args.parser.error("the prompt is empty")
     profile = profile_for_base_url(args.base_url)
     key = _api_key(args, profile)
-    timeouts = Timeouts(connect=min(10.0, args.timeout), read=args.timeout, write=30.0, pool=10.0, total=args.timeout)
+    timeouts = request_timeouts(args.timeout)
     return asyncio.run(_chat(args, profile, key, timeouts))

@@ -9,7 +9,8 @@
   recovered if a crash left it unfinished); the index and ledger go to the user data folder (platformdirs, so
   the XDG variables move it; ``TINY_AGENT_DATA_DIR`` overrides it).
 - ``--timeout`` bounds each model request as a whole (sending it to the last byte of the answer, so also the
-  longest silence); ``--max-steps`` bounds the model steps of the run (default
+  longest silence; without it, 120 s of silence or 600 s in all, the defaults of
+  :class:`~tiny_agent_core.providers.transport.Timeouts`); ``--max-steps`` bounds the model steps of the run (default
   :data:`~tiny_agent_core.agent.loop.DEFAULT_MAX_STEPS`; beyond it the run fails with error kind ``step_limit``).
 - If recovering ``--session ID`` does not complete (aborted, failed or blocked), the prompt is not sent: a
   stderr line says so and the run exits 2. A recovered answer and the new one are separated by a ``---`` line.
@@ -47,7 +48,7 @@ from typing import Any
 from tiny_agent_core.agent import events
 from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, Agent, RequestRecord, RunResult
 from tiny_agent_core.agent.recording import LedgerRecorder
-from tiny_agent_core.cli.arguments import base_url, existing_folder, positive_int, seconds
+from tiny_agent_core.cli.arguments import base_url, existing_folder, positive_int, request_timeouts, seconds
 from tiny_agent_core.cli.index import report_recovery
 from tiny_agent_core.cli.output import discard_stdout, one_line
 from tiny_agent_core.errors import (
@@ -61,7 +62,6 @@ from tiny_agent_core.errors import (
 from tiny_agent_core.ledger import connect
 from tiny_agent_core.providers.client import ProviderClient, error_summary
 from tiny_agent_core.providers.profiles import ProviderProfile, check_api_key, profile_for_base_url
-from tiny_agent_core.providers.transport import Timeouts
 from tiny_agent_core.session.store import SessionStore, find_session
 from tiny_agent_core.tools.approval import non_interactive
 from tiny_agent_core.tools.registry import BUILTIN_NAMES, builtin_tools
@@ -86,7 +86,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--allow", action="append", default=[], choices=BUILTIN_NAMES, metavar="TOOL")
     parser.add_argument("--session", metavar="ID", help="continue this session instead of starting a new one")
     parser.add_argument(
-        "--timeout", type=seconds, default=120.0, metavar="SECONDS", help="longest time one model request may take"
+        "--timeout",
+        type=seconds,
+        default=None,
+        metavar="SECONDS",
+        help="longest time one model request may take (default: 120 s of silence, 600 s in all)",
     )
     parser.add_argument(
         "--max-steps",
@@ -236,7 +240,7 @@ async def _run(
             policy=policy,
             approver=approver,
             api_key=key,
-            timeouts=Timeouts(connect=min(10.0, args.timeout), read=args.timeout, total=args.timeout),
+            timeouts=request_timeouts(args.timeout),
             on_event=printer,
             record_request=record,
             max_steps=args.max_steps,

@@ -166,10 +166,11 @@ class StreamGuard:
 
 
 def _reason(error: Exception) -> str:
+    """The error's own words without a final period (the messages that quote them add their own)."""
     text = str(error).strip()
     if not text and error.__context__ is not None:
         text = str(error.__context__).strip()
-    return text or type(error).__name__
+    return text.rstrip(".") or type(error).__name__
 
 
 @contextmanager
