@@ -97,5 +97,7 @@ class AboutDialog(QDialog):
         """Grow to the height the wrapped texts need at the current width (``adjustSize`` would measure the
         wrapped labels at their minimum width and leave gaps)."""
         layout = self.layout()
+        if layout is None:
+            return
         layout.activate()
         self.resize(self.width(), max(self.height(), layout.totalHeightForWidth(self.width())))

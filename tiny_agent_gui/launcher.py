@@ -59,12 +59,13 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _diagnostics_text() -> str:
+    import PySide6
     from PySide6 import QtCore  # Qt Core only: no display needed
 
     from tiny_agent_core.settings import AppSettings
     from tiny_agent_gui.diagnostics import collect, settings_summary
 
-    toolkit = f"{QtCore.qVersion()} (PySide6 {QtCore.__version__})"
+    toolkit = f"{QtCore.qVersion()} (PySide6 {PySide6.__version__})"
     return collect(settings_summary(AppSettings.load()), toolkit).as_text()
 
 
