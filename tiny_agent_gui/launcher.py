@@ -106,6 +106,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     from tiny_agent_gui.app import run  # Qt is imported only now
 
-    status = run(args)
+    try:
+        status = run(args)
+    except Exception:
+        _log.critical("tiny-agent desktop stopped on an unexpected error", exc_info=True)
+        raise
     _log.info("tiny-agent desktop exiting with status %s", status)
     return status

@@ -249,6 +249,26 @@ def test_the_log_file_is_info_and_masks_keys(tmp_path: Path, monkeypatch: pytest
     assert (tmp_path / "logs").stat().st_mode & 0o077 == 0
 
 
+@pytest.mark.usefixtures("restore_logging")
+def test_a_crash_of_the_window_is_logged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tiny_agent_gui.app
+    from tiny_agent_gui import launcher
+
+    def crash(args: object) -> int:
+        raise RuntimeError("boom")
+
+    monkeypatch.setenv("TINY_AGENT_LOG_DIR", str(tmp_path / "logs"))
+    monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
+    monkeypatch.setattr(tiny_agent_gui.app, "run", crash)
+    with pytest.raises(RuntimeError, match="boom"):
+        launcher.main([])
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    text = (tmp_path / "logs" / LOG_FILE_NAME).read_text(encoding="utf-8")
+    assert "CRITICAL tiny_agent_gui.launcher: tiny-agent desktop stopped on an unexpected error" in text
+    assert "RuntimeError: boom" in text
+
+
 def test_redact_masks_keys_and_pydantic_input_values() -> None:
     assert redact(f"api_key={SECRET}&x=1") == "api_key=<redacted>&x=1"
     assert SECRET not in redact(f'{{"x-api-key": "{SECRET}"}}')
