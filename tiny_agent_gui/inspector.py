@@ -59,8 +59,9 @@ CaptureLoader = Callable[[str], Sequence[Any]]
 UNKNOWN = "unknown"
 NOT_RECORDED = "not recorded"
 
-REFRESH_MS = 250
-"""The waterfall follows a live run at most this often (a run changes the timeline many times a second)."""
+REFRESH_MS = 500
+"""The waterfall follows a live run at most this often (a run changes the timeline many times a second; the
+trace of a 5,000-message session takes ~20 ms to build, benchmarks/trace_build.py)."""
 
 _RESULT_WORDS = {
     "pending": "pending (not started)",
@@ -194,7 +195,6 @@ class InspectorPane(QWidget):
         self._stale = False
         self._refresh_timer = QTimer(self)
         self._refresh_timer.setSingleShot(True)
-        self._refresh_timer.setInterval(REFRESH_MS)
         self._refresh_timer.timeout.connect(self._refresh_waterfall)
 
         self.title = QLabel()
@@ -296,9 +296,11 @@ class InspectorPane(QWidget):
         self._timeline = timeline
         if timeline is not None:
             timeline.add_listener(self)
-        self._stale = False
-        self.waterfall.set_timeline(timeline)
+        self.waterfall.set_timeline(None)
         self.show_item(None)
+        if timeline is not None:  # built after the transcript's first paint, not before it
+            self._stale = True
+            self._refresh_timer.start(0)
 
     def on_inserting(self, index: int, count: int) -> None:
         """Timeline listener: nothing to do before rows arrive."""
@@ -318,11 +320,13 @@ class InspectorPane(QWidget):
     def _schedule_refresh(self) -> None:
         self._stale = True
         if self.stack.currentWidget() is self.waterfall and not self._refresh_timer.isActive():
-            self._refresh_timer.start()
+            self._refresh_timer.start(REFRESH_MS)
 
     def _refresh_waterfall(self) -> None:
+        if not self._stale or self.stack.currentWidget() is not self.waterfall:
+            return  # shown again (and rebuilt) when the waterfall comes back
         self._stale = False
-        self.waterfall.refresh()
+        self.waterfall.set_timeline(self._timeline)
 
     def set_capture_loader(self, load_captures: CaptureLoader | None) -> None:
         """Load raw wire captures with ``load_captures`` from now on."""

@@ -148,6 +148,8 @@ def test_waterfall_has_a_bar_per_request_and_call_and_opens_them(qtbot: QtBot, t
     pane.show()
     assert pane.stack.currentWidget() is pane.waterfall
     model = pane.waterfall.model
+    assert model.rowCount() == 0  # built after the first paint, not while the session opens
+    qtbot.waitUntil(lambda: model.rowCount() > 0)
     rows = [model.data(model.index(row), ROW_ROLE) for row in range(model.rowCount())]
     assert sum(isinstance(row, RunSpan) for row in rows) == 1
     assert sum(isinstance(row, StepSpan) for row in rows) == len(timeline.steps()) == 4
