@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QApplication, QStyleOptionViewItem
 from pytestqt.qtbot import QtBot
 
 from tests.core.agent.conftest import make_agent, text_reply, tool_reply
+from tests.gui.test_transcript_support import Session
 from tests.loopback import LoopbackServer
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.timeline import AssistantItem, Timeline, ToolItem
@@ -22,6 +23,7 @@ from tiny_agent_core.tools.approval import ApprovalAnswer, ApprovalRequest, Choi
 from tiny_agent_core.trace import CallSpan, RunSpan, StepSpan
 from tiny_agent_gui.inspector import InspectorPane
 from tiny_agent_gui.transcript.model import ITEM_ROLE, TranscriptModel
+from tiny_agent_gui.transcript.render import markdown_document
 from tiny_agent_gui.transcript.view import TranscriptView
 from tiny_agent_gui.waterfall import ROW_ROLE
 
@@ -228,3 +230,40 @@ def test_dark_palette_paints(qtbot: QtBot, timeline: Timeline) -> None:
     assert not view.grab().isNull()
     assert not pane.grab().isNull()
     assert view.currentIndex() == QModelIndex()
+
+
+def test_code_blocks_are_shaded_and_copied(qtbot: QtBot, tmp_path: Path) -> None:
+    session = Session(tmp_path)
+    session.full_run("show code", "a.py", "x = 1", "Here:\n\n```python\nx = 2\n```\n\nand\n\n```\ny = 3\n```")
+    try:
+        model, view = shown_transcript(qtbot, session.timeline)
+        row = max(
+            row for row in range(model.rowCount()) if isinstance(model.data(model.index(row), ITEM_ROLE), AssistantItem)
+        )
+        index = model.index(row)
+        menu = view.message_menu(index.data(ITEM_ROLE))
+        copy_code = next(action for action in menu.actions() if action.text().startswith("Copy C&ode"))
+        assert copy_code.text() == "Copy C&ode (2 blocks)"
+        copy_code.trigger()
+        assert QApplication.clipboard().text() == "x = 2\n\ny = 3"
+        view.setFocus()
+        view.setCurrentIndex(index)
+        qtbot.keyClick(view, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier)
+        assert QApplication.clipboard().text().startswith("Here:\n\n```python")
+        document = markdown_document(index.data(ITEM_ROLE).text, view.font(), dark=False)
+        shaded = [
+            block.text()
+            for block in _blocks(document)
+            if block.blockFormat().background().style() != Qt.BrushStyle.NoBrush
+        ]
+        assert shaded == ["x = 2", "y = 3"]
+    finally:
+        session.store.close()
+
+
+def _blocks(document: Any) -> list[Any]:
+    blocks, block = [], document.begin()
+    while block.isValid():
+        blocks.append(block)
+        block = block.next()
+    return blocks

@@ -1,10 +1,11 @@
 """Text rendering for the transcript: Markdown documents with highlighted code, cached per item.
 
 Markdown goes through :meth:`QTextDocument.setMarkdown` (GitHub dialect). Fenced code blocks come out of Qt's
-importer as consecutive blocks carrying ``BlockCodeFence``/``BlockCodeLanguage``; when Pygments is installed
-their text is tokenized once and coloured in place (a light or dark Pygments style, following the palette),
-otherwise they stay in Qt's monospace font. Documents are cached by item identity (items are immutable and are
-replaced, never mutated, when they change), with a bounded LRU so long sessions do not keep every layout alive.
+importer as consecutive blocks carrying ``BlockCodeFence``/``BlockCodeLanguage``; they get a shaded background,
+and when Pygments is installed their text is tokenized once and coloured in place (a light or dark Pygments style,
+following the palette), otherwise they stay in Qt's monospace font. Documents are cached by item identity (items
+are immutable and are replaced, never mutated, when they change), with a bounded LRU so long sessions do not keep
+every layout alive.
 """
 
 from __future__ import annotations
@@ -94,7 +95,32 @@ def markdown_document(text: str, font: QFont, dark: bool) -> QTextDocument:
     document.setDocumentMargin(0)
     document.setMarkdown(text, QTextDocument.MarkdownFeature.MarkdownDialectGitHub)
     highlight_code(document, dark)
+    shade_code(document)
     return document
+
+
+_CODE_SHADE = QColor(128, 128, 128, 38)
+"""Behind fenced code: a grey that reads on light and dark palettes alike."""
+
+
+def shade_code(document: QTextDocument) -> None:
+    """Give every fenced code block of a Markdown document a background, in place."""
+    cursor = QTextCursor(document)
+    block = document.begin()
+    while block.isValid():
+        if block.blockFormat().hasProperty(QTextFormat.Property.BlockCodeFence):
+            cursor.setPosition(block.position())
+            fmt = QTextBlockFormat()
+            fmt.setBackground(_CODE_SHADE)
+            cursor.mergeBlockFormat(fmt)
+        block = block.next()
+
+
+def code_blocks(text: str) -> list[str]:
+    """The fenced code blocks of a Markdown text, in order (what "Copy Code" copies)."""
+    document = QTextDocument()
+    document.setMarkdown(text, QTextDocument.MarkdownFeature.MarkdownDialectGitHub)
+    return [code for _start, _language, code in _code_runs(document)]
 
 
 def plain_document(text: str, font: QFont) -> QTextDocument:

@@ -37,6 +37,7 @@ from PySide6.QtGui import (
     QFontMetrics,
     QGuiApplication,
     QKeyEvent,
+    QKeySequence,
     QMouseEvent,
     QPainter,
     QPalette,
@@ -56,9 +57,15 @@ from PySide6.QtWidgets import (
 from tiny_agent_core.timeline import AssistantItem, CompactionItem, NoticeItem, TimelineItem, ToolItem, UserItem
 from tiny_agent_core.tool_outcomes import output_excerpt
 from tiny_agent_gui.cost.formatting import cost_text
-from tiny_agent_gui.transcript.model import ITEM_ROLE, StreamingItem, TranscriptModel, format_duration
+from tiny_agent_gui.transcript.model import ITEM_ROLE, StreamingItem, TranscriptModel, format_duration, item_text
 from tiny_agent_gui.transcript.outcome_style import badge_text, outcome_colour
-from tiny_agent_gui.transcript.render import DocumentCache, diff_document, markdown_document, plain_document
+from tiny_agent_gui.transcript.render import (
+    DocumentCache,
+    code_blocks,
+    diff_document,
+    markdown_document,
+    plain_document,
+)
 
 MARGIN = 10
 """Horizontal margin of a row's content."""
@@ -398,7 +405,7 @@ class TranscriptView(QListView):
         self.setAccessibleDescription("Messages and tool calls of the open session")
         self.setToolTip(
             "Transcript — ↑/↓ select a message or tool call; Space or Enter expands a tool call; Enter on an error "
-            "retries; the Menu key copies a call's command or output"
+            "retries; Ctrl+C copies the selected message; the Menu key copies a call's command or an answer's code"
         )
         self.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -499,8 +506,12 @@ class TranscriptView(QListView):
             self.set_expanded(index, not self.is_expanded(item.call_id))
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
-        """Enter on a failed operation's notice retries it; Space or Enter on a tool card expands or collapses it."""
+        """Enter on a failed operation's notice retries it; Space or Enter on a tool card expands or collapses it;
+        Ctrl+C copies the selected message's text (a call's summary)."""
         item = self.currentIndex().data(ITEM_ROLE)
+        if event.matches(QKeySequence.StandardKey.Copy) and item is not None:
+            QGuiApplication.clipboard().setText(item.summary if isinstance(item, ToolItem) else item_text(item))
+            return
         if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Space):
             if isinstance(item, ToolItem):
                 self.toggle_expanded(self.currentIndex())
@@ -514,10 +525,13 @@ class TranscriptView(QListView):
         """A tool card's menu (mouse or the Menu key): copy the command, path, summary or output; open the file."""
         index = self.indexAt(event.pos()) if event.reason() == QContextMenuEvent.Reason.Mouse else self.currentIndex()
         item = index.data(ITEM_ROLE) if index.isValid() else None
-        if not isinstance(item, ToolItem):
+        if isinstance(item, ToolItem):
+            menu = self.card_menu(item)
+        elif isinstance(item, UserItem | AssistantItem | CompactionItem | NoticeItem | StreamingItem):
+            menu = self.message_menu(item)
+        else:
             super().contextMenuEvent(event)
             return
-        menu = self.card_menu(item)
         where = event.globalPos() if event.reason() == QContextMenuEvent.Reason.Mouse else None
         menu.exec(where or self.viewport().mapToGlobal(self.visualRect(index).bottomLeft()))
 
@@ -542,6 +556,22 @@ class TranscriptView(QListView):
         expanded = self.is_expanded(item.call_id)
         row = self.currentIndex()
         menu.addAction("Co&llapse" if expanded else "&Expand", lambda: self.set_expanded(row, not expanded))
+        return menu
+
+    def message_menu(self, item: TimelineItem | StreamingItem) -> QMenu:
+        """The actions of a message: copy its text (Markdown as written) and, for an answer, its code blocks."""
+        menu = QMenu(self)
+        menu.setAccessibleName("Message actions")
+        clipboard = QGuiApplication.clipboard()
+        text = item_text(item)
+        menu.addAction("&Copy Text", lambda: clipboard.setText(text))
+        if isinstance(item, AssistantItem | StreamingItem):
+            blocks = code_blocks(item.text)
+            copy_code = menu.addAction(
+                "Copy C&ode" + (f" ({len(blocks)} blocks)" if len(blocks) > 1 else ""),
+                lambda: clipboard.setText("\n\n".join(blocks)),
+            )
+            copy_code.setEnabled(bool(blocks))
         return menu
 
     def _file_of(self, path: str) -> Path | None:
