@@ -533,7 +533,8 @@ class BgTool(BuiltinTool):
         if owned is not None or self._verify_leader(pid, meta, group) is None:
             _kill_group(group, signal.SIGKILL)
         if owned is not None and not self.confinement.status.available:
-            kill_tree(owned.token)  # its children that left the group (sandboxed, the PID namespace took them)
+            # its children that left the group (sandboxed, the PID namespace took them)
+            kill_tree(owned.token, spawned=owned.process.pid)
         if owned is not None:
             owned.settled.wait(2.0)
             with self._lock:

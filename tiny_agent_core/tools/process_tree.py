@@ -135,8 +135,16 @@ def _marked(pid: int, marker: bytes) -> bool:
         return False
 
 
+def _depth(pid: int, ours: dict[int, _Process]) -> int:
+    depth = 0
+    while pid in ours:
+        pid, depth = ours[pid].parent, depth + 1
+    return depth
+
+
 def _targets(ours: dict[int, _Process], leader: int | None, marker: bytes) -> list[_Process]:
-    """The leader, marked processes, and everything below them (zombies included), among ``ours``."""
+    """The leader, marked processes, and everything below them (zombies included), among ``ours``, parents first
+    (a parent killed after its child could still report the child's death, e.g. a shell printing ``Killed``)."""
     roots = {pid for pid, process in ours.items() if pid == leader or (not process.zombie and _marked(pid, marker))}
     chosen = set(roots)
     changed = True
@@ -144,20 +152,21 @@ def _targets(ours: dict[int, _Process], leader: int | None, marker: bytes) -> li
         below = {pid for pid, process in ours.items() if process.parent in chosen} - chosen
         changed = bool(below)
         chosen |= below
-    return [ours[pid] for pid in chosen]
+    return [ours[pid] for pid in sorted(chosen, key=lambda pid: _depth(pid, ours))]
 
 
-def kill_tree(token: str, *, leader: int | None = None) -> None:
+def kill_tree(token: str, *, leader: int | None = None, spawned: int | None = None) -> None:
     """SIGKILL every descendant of ours marked with ``token``, and the command led by ``leader`` (our child, still
     unreaped, so its pid cannot have been reused) with everything below it.
 
-    Returns after at most :data:`KILL_ROUNDS` scans; zombies re-parented to us (other than the leader, which its
-    owner reaps) are reaped in a background thread.
+    Returns after at most :data:`KILL_ROUNDS` scans; zombies re-parented to us are reaped in a background thread,
+    but never ``leader`` or ``spawned`` (the caller's own child, possibly reaped already): their ``Popen`` does.
     """
     if sys.platform != "linux":
         return
     me = os.getpid()
     marker = f"{RUN_MARKER}={token}".encode()
+    callers = {leader, spawned}
     to_reap: dict[int, int] = {}
     for _ in range(KILL_ROUNDS):
         ours = _descendants(me)
@@ -165,7 +174,7 @@ def kill_tree(token: str, *, leader: int | None = None) -> None:
         exited = [p for p in ours.values() if p.zombie and p.parent == me and p.session == leader]
         alive = 0
         for process in [*_targets(ours, leader, marker), *exited]:
-            if process.pid in to_reap or (process.pid == leader and process.zombie):
+            if process.pid in to_reap or (process.pid in callers and process.zombie):
                 continue
             pidfd = _open(process)
             if pidfd is None:
@@ -174,7 +183,7 @@ def kill_tree(token: str, *, leader: int | None = None) -> None:
                 alive += 1
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-            if process.parent == me and process.pid != leader:
+            if process.parent == me and process.pid not in callers:
                 to_reap[process.pid] = pidfd
             else:
                 os.close(pidfd)

@@ -142,9 +142,10 @@ async def test_cancel_event_already_set(tmp_path: Path) -> None:
 
 
 async def test_escaped_daemon_does_not_hang_the_call(tmp_path: Path) -> None:
-    # a grandchild that left the group keeps the pipe open; the call still returns, within the drain grace
+    # a grandchild that left the group and cleared its environment (so kill_tree cannot tell it is the command's)
+    # keeps the pipe open; the call still returns, within the drain grace
     started = time.monotonic()
-    text = await run(tmp_path, "setsid sh -c 'echo $$ > daemon; sleep 1000' & echo hi; sleep 0.1")
+    text = await run(tmp_path, "setsid env -i sh -c 'echo $$ > daemon; sleep 1000' & echo hi; sleep 0.1")
     assert text == "hi\n"
     assert time.monotonic() - started < 2
     daemon = int(await wait_for_file(tmp_path / "daemon"))
