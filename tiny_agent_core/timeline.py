@@ -46,8 +46,6 @@ __all__ = [
     "CONTINUE_PROMPT",
     "AssistantItem",
     "CallRef",
-    "CaptureAnswer",
-    "CaptureText",
     "CompactionItem",
     "NoticeItem",
     "StepError",
@@ -57,9 +55,6 @@ __all__ = [
     "TimelineListener",
     "ToolItem",
     "UserItem",
-    "capture_answer",
-    "capture_text",
-    "curl_command",
 ]
 
 CONTINUE_PROMPT = "Continue where you stopped."
@@ -675,107 +670,3 @@ class Timeline:
         if event.ttft_ms is not None:
             changes["ttft_ms"] = round(event.ttft_ms)
         self._update_step(event.attempt_id, **changes)
-
-
-@dataclass(frozen=True, slots=True)
-class CaptureText:
-    """A raw wire capture, formatted for reading: request, response and the rest."""
-
-    request: str
-    """The request line and the request body (pretty JSON when it is JSON)."""
-    response: str
-    """Status, kept headers and the response body (pretty JSON, or the SSE text as received)."""
-
-
-def _pretty_body(body: str) -> str:
-    try:
-        return json.dumps(json.loads(body), indent=2, ensure_ascii=False)
-    except ValueError:
-        return body
-
-
-def capture_text(capture: Any) -> CaptureText:
-    """Format one stored capture (a value of ``ledger.raw_captures``) for the inspector.
-
-    A capture is the JSON object a :class:`~tiny_agent_core.providers.capture.RawCapture` was stored as
-    (``requestBody``, ``status``, ``responseHeaders``, ``responseBody``, …); anything else (e.g. a truncated
-    capture's wrapper) is shown whole.
-    """
-    if not isinstance(capture, dict) or not isinstance(capture.get("requestBody"), str):
-        whole = json.dumps(capture, indent=2, ensure_ascii=False)
-        return CaptureText(whole, whole)
-    request_lines = [f"{capture.get('method', '')} {capture.get('url', '')}".strip()]
-    for name, value in (capture.get("requestHeaders") or {}).items():
-        request_lines.append(f"{name}: {value}")
-    request_lines += ["", _pretty_body(capture["requestBody"])]
-    if capture.get("requestDroppedBytes"):
-        request_lines.append(f"\n[{capture['requestDroppedBytes']} bytes not kept]")
-    status = capture.get("status")
-    response_lines = [f"HTTP {status if status is not None else '(no response)'}"]
-    for name, value in (capture.get("responseHeaders") or {}).items():
-        response_lines.append(f"{name}: {value}")
-    response_lines += ["", _pretty_body(capture.get("responseBody") or "")]
-    if capture.get("responseDroppedBytes"):
-        response_lines.append(f"\n[{capture['responseDroppedBytes']} bytes not kept]")
-    if capture.get("error"):
-        response_lines += ["", "error: " + json.dumps(capture["error"], ensure_ascii=False)]
-    return CaptureText("\n".join(request_lines), "\n".join(response_lines))
-
-
-@dataclass(frozen=True, slots=True)
-class CaptureAnswer:
-    """Who answered a request, as its raw wire capture says (``None`` = not in the capture)."""
-
-    http_status: int | None
-    model: str | None
-    """The ``model`` of the response body (the first SSE event that names one)."""
-
-
-def _body_model(body: str) -> str | None:
-    try:
-        value = json.loads(body)
-    except ValueError:
-        value = None
-    if isinstance(value, dict):
-        model = value.get("model")
-        return model if isinstance(model, str) and model else None
-    for line in body.splitlines():
-        if line.startswith("data:") and '"model"' in line:
-            model = _body_model(line[5:].strip())
-            if model is not None:
-                return model
-    return None
-
-
-def capture_answer(captures: Sequence[Any]) -> CaptureAnswer:
-    """The HTTP status and answering model of a request from its stored captures (the last one that says)."""
-    status: int | None = None
-    model: str | None = None
-    for capture in captures:
-        if not isinstance(capture, dict):
-            continue
-        if isinstance(capture.get("status"), int):
-            status = capture["status"]
-        body = capture.get("responseBody")
-        found = _body_model(body) if isinstance(body, str) else None
-        model = found or model
-    return CaptureAnswer(status, model)
-
-
-def _shell_quote(text: str) -> str:
-    return "'" + text.replace("'", "'\\''") + "'"
-
-
-def curl_command(capture: Any, key_variable: str = "API_KEY") -> str | None:
-    """The captured request as a ``curl`` command; the key is a shell variable (captures never hold it).
-
-    ``None`` for a capture without a request (e.g. a truncated capture's wrapper).
-    """
-    if not isinstance(capture, dict) or not isinstance(capture.get("requestBody"), str) or not capture.get("url"):
-        return None
-    parts = [f"curl -X {capture.get('method') or 'POST'} {_shell_quote(str(capture['url']))}"]
-    parts.append(f'-H "Authorization: Bearer ${key_variable}"')
-    for name, value in (capture.get("requestHeaders") or {}).items():
-        parts.append("-H " + _shell_quote(f"{name}: {value}"))
-    parts.append("--data-raw " + _shell_quote(capture["requestBody"]))
-    return " \\\n  ".join(parts)

@@ -5,12 +5,12 @@ outcome (the core's: ``exit 1``, ``denied: <reason>``, …), arguments (pretty J
 result, the diff of an edit or write (Changes), timing, the replay policy and the step that produced it; for a step
 (an assistant message, a compaction, a failed operation's notice) the message rendered as Markdown, the model,
 stop reason, usage, cost and its source, latency, time to first token, HTTP status and the answering model, dialect
-repairs and dropped provider fields. The raw wire request and response (the Wire tab, one above the other, with
-"Copy as cURL") come from the ledger's capture, loaded on demand through ``load_captures`` when the Step or Wire
-tab is first shown for that step; they are formatted by the core (:func:`capture_text`,
-:func:`capture_answer`, :func:`curl_command`), never parsed here. Every text wraps; Ctrl+F searches the section
-shown. A click (or Enter) on a waterfall row shows what it stands for and emits :attr:`InspectorPane.row_requested`
-so the window can select it in the transcript; "Waterfall" (or Esc) goes back.
+repairs and dropped provider fields. The raw wire request and response (the Wire tab, one above the other, as text
+or as collapsible JSON trees, with "Copy as cURL") come from the ledger's capture, loaded on demand through
+``load_captures`` when the Step or Wire tab is first shown for that step; they are formatted by the core
+(:mod:`tiny_agent_core.wire_view`), never parsed here. Every text wraps; Ctrl+F searches the section shown. A click
+(or Enter) on a waterfall row shows what it stands for and emits :attr:`InspectorPane.row_requested` so the window
+can select it in the transcript; "Waterfall" (or Esc) goes back.
 """
 
 from __future__ import annotations
@@ -36,19 +36,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tiny_agent_core.timeline import (
-    AssistantItem,
-    CaptureAnswer,
-    CompactionItem,
-    NoticeItem,
-    StepInfo,
-    Timeline,
-    ToolItem,
-    UserItem,
-    capture_answer,
-    capture_text,
-    curl_command,
-)
+from tiny_agent_core.timeline import AssistantItem, CompactionItem, NoticeItem, StepInfo, Timeline, ToolItem, UserItem
+from tiny_agent_core.wire_view import CaptureAnswer, capture_answer, capture_text, capture_values, curl_command
+from tiny_agent_gui.json_tree import JsonTree
 from tiny_agent_gui.transcript.model import tool_state
 from tiny_agent_gui.transcript.render import tint_diff
 from tiny_agent_gui.waterfall import WaterfallPane
@@ -233,19 +223,35 @@ class InspectorPane(QWidget):
         self.curl.setAccessibleName("Copy the request as a curl command")
         self.curl.setToolTip("The API key is never in it: the command reads it from $API_KEY")
         self.curl.clicked.connect(self._copy_curl)
+        self.request_tree = JsonTree("Request body as a tree")
+        self.response_tree = JsonTree("Response body as a tree")
+        self.tree_toggle = QPushButton("JSON &tree")
+        """Shows the bodies as collapsible JSON trees instead of text (Alt+T)."""
+        self.tree_toggle.setCheckable(True)
+        self.tree_toggle.setAccessibleName("Show the bodies as JSON trees")
+        self.tree_toggle.toggled.connect(self._show_trees)
+        self._request_stack = QStackedWidget()
+        self._request_stack.addWidget(self.request)
+        self._request_stack.addWidget(self.request_tree)
+        self._response_stack = QStackedWidget()
+        self._response_stack.addWidget(self.response)
+        self._response_stack.addWidget(self.response_tree)
         request_page = QWidget()
         request_page.setAccessibleName("Request")
         request_layout = QVBoxLayout(request_page)
         request_layout.setContentsMargins(0, 0, 0, 0)
-        request_layout.addWidget(QLabel("Request"))
-        request_layout.addWidget(self.request, 1)
-        request_layout.addWidget(self.curl, 0, Qt.AlignmentFlag.AlignRight)
+        buttons = QHBoxLayout()
+        buttons.addWidget(QLabel("Request"), 1)
+        buttons.addWidget(self.tree_toggle)
+        buttons.addWidget(self.curl)
+        request_layout.addLayout(buttons)
+        request_layout.addWidget(self._request_stack, 1)
         response_page = QWidget()
         response_page.setAccessibleName("Response")
         response_layout = QVBoxLayout(response_page)
         response_layout.setContentsMargins(0, 0, 0, 0)
         response_layout.addWidget(QLabel("Response"))
-        response_layout.addWidget(self.response, 1)
+        response_layout.addWidget(self._response_stack, 1)
         self.wire = QSplitter(Qt.Orientation.Vertical)
         """The raw wire: the request above, the response below."""
         self.wire.setAccessibleName("Raw wire")
@@ -359,6 +365,8 @@ class InspectorPane(QWidget):
         markdown = False
         for box in (self.arguments, self.result, self.changes, self.step, self.request, self.response):
             box.clear()
+        self.request_tree.set_value(None)
+        self.response_tree.set_value(None)
         if isinstance(item, ToolItem):
             self.title.setText(f"Tool call: {item.summary}")
             overview = tool_text(item)
@@ -482,6 +490,20 @@ class InspectorPane(QWidget):
         self.request.setPlainText("\n\n".join(requests))
         self.response.setPlainText("\n\n".join(responses))
         self.curl.setEnabled(curl_command(captures[-1]) is not None)
+        if self.tree_toggle.isChecked():
+            self._fill_trees()
+
+    def _show_trees(self, trees: bool) -> None:
+        self._request_stack.setCurrentIndex(1 if trees else 0)
+        self._response_stack.setCurrentIndex(1 if trees else 0)
+        if trees:
+            self._fill_trees()
+
+    def _fill_trees(self) -> None:
+        """The last capture's bodies as trees (built only while the trees are shown)."""
+        values = capture_values(self._captures[-1]) if self._captures else None
+        self.request_tree.set_value(values.request if values is not None else None)
+        self.response_tree.set_value(values.response if values is not None else None)
 
     def _copy_curl(self) -> None:
         command = curl_command(self._captures[-1]) if self._captures else None

@@ -29,9 +29,16 @@ from tiny_agent_core.timeline import (
     Timeline,
     ToolItem,
     UserItem,
-    capture_text,
 )
 from tiny_agent_core.usage import Usage
+from tiny_agent_core.wire_view import (
+    CaptureAnswer,
+    CaptureValues,
+    capture_answer,
+    capture_text,
+    capture_values,
+    curl_command,
+)
 
 
 def fixture_timeline(name: str) -> Timeline:
@@ -342,3 +349,28 @@ def test_truncated_capture_is_shown_whole() -> None:
     text = capture_text({"truncated": True, "originalSize": 9, "prefix": "{"})
     assert '"truncated": true' in text.request
     assert text.request == text.response
+
+
+def test_capture_values_answer_and_curl() -> None:
+    stream = {
+        "method": "POST",
+        "url": "http://127.0.0.1:9/v1/chat/completions",
+        "requestHeaders": {"content-type": "application/json"},
+        "requestBody": '{"model": "m", "messages": [{"role": "user", "content": "it\'s"}]}',
+        "status": 200,
+        "responseBody": 'data: {"model": "m-2026", "choices": []}\n\ndata: [DONE]\n\n',
+    }
+    values = capture_values(stream)
+    assert values.request["model"] == "m"
+    assert values.response == [{"model": "m-2026", "choices": []}, "[DONE]"]
+    assert capture_answer([stream]) == CaptureAnswer(200, "m-2026")
+    assert capture_answer([]) == CaptureAnswer(None, None)
+    plain = {**stream, "status": 401, "responseBody": '{"error": {"message": "bad key"}}'}
+    assert capture_values(plain).response == {"error": {"message": "bad key"}}
+    assert capture_answer([plain]) == CaptureAnswer(401, None)
+    curl = curl_command(stream)
+    assert curl is not None
+    assert curl.splitlines()[1].strip() == '-H "Authorization: Bearer $API_KEY" \\'
+    assert "it'\\''s" in curl  # shell-quoted
+    assert curl_command({"truncated": True}) is None
+    assert capture_values({"truncated": True}) == CaptureValues({"truncated": True}, None)

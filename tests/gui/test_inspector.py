@@ -131,8 +131,15 @@ def test_step_with_ledger_facts(qtbot: QtBot, session: Session) -> None:
     curl = QGuiApplication.clipboard().text()
     assert curl.startswith("curl -X POST 'http://127.0.0.1/v1/chat/completions'")
     assert '"Authorization: Bearer $API_KEY"' in curl
-    pane.show_item(answer)  # still on the request tab: loaded again for the new selection
+    pane.tree_toggle.click()  # the bodies as JSON trees
+    tree = pane.request_tree.model()
+    assert [tree.index(row, 0).data() for row in range(tree.rowCount())] == ["model", "messages"]
+    assert tree.index(1, 1).data() == "[1 item]"
+    events = pane.response_tree.model()
+    assert [events.index(row, 1).data() for row in range(events.rowCount())] == ["{1 key}", '"[DONE]"']
+    pane.show_item(answer)  # still on the wire tab: loaded again for the new selection
     assert len(loads) == 2
+    assert pane.request_tree.model().rowCount() == 2  # the trees follow while they are shown
 
 
 def test_notice_user_and_nothing(qtbot: QtBot, session: Session) -> None:
