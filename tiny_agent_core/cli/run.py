@@ -21,7 +21,9 @@
 - The answer text streams to stdout as it arrives (if the reader closes stdout early, the run goes on without
   it). stderr gets progress lines (tool calls) and finally one JSON line: ``{"sessionId", "outcome", "usage":
   {input, output, cacheRead, cacheWrite}, "cost": "<decimal>" or null, "costUnknownRequests": n, "requests": n,
-  "error"?: {"kind", "message", "status"?, "retryAfter"?}}``.
+  "sandbox": {"sandboxed", "reason", "network"} or null (no bash/bg offered), "error"?: {"kind", "message",
+  "status"?, "retryAfter"?}}``. When bash or bg is offered but cannot be sandboxed, a stderr line says so first;
+  ``--no-network`` runs their commands without network (only inside the sandbox).
 - Exit 0 when the run completed, 2 when it failed or was aborted (or recovery was blocked). Invalid arguments
   (a workspace that is not a folder, a base URL that is not ``http``/``https`` with a host and a port in
   1–65535, a timeout that is not a number of seconds above 0, a step limit below 1) exit 2 with one line
@@ -64,7 +66,9 @@ from tiny_agent_core.providers.client import ProviderClient, error_summary
 from tiny_agent_core.providers.profiles import ProviderProfile, check_api_key, profile_for_base_url
 from tiny_agent_core.session.store import SessionStore, find_session
 from tiny_agent_core.tools.approval import non_interactive
-from tiny_agent_core.tools.registry import BUILTIN_NAMES, builtin_tools
+from tiny_agent_core.tools.bash import BashTool
+from tiny_agent_core.tools.bg import BgTool
+from tiny_agent_core.tools.registry import BUILTIN_NAMES, ToolSet, builtin_tools
 
 SEPARATOR = "\n---\n\n"
 """Written to stdout between a recovered answer and the new one (after a line break if the text lacks one)."""
@@ -85,6 +89,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
     parser.add_argument("--allow", action="append", default=[], choices=BUILTIN_NAMES, metavar="TOOL")
     parser.add_argument("--session", metavar="ID", help="continue this session instead of starting a new one")
+    parser.add_argument(
+        "--no-network", action="store_true", help="run bash and bg commands without network (needs the sandbox)"
+    )
     parser.add_argument(
         "--timeout",
         type=seconds,
@@ -180,7 +187,16 @@ class _Ledger:
         )
 
 
-def _summary(store: SessionStore, result: RunResult, records: list[RequestRecord]) -> dict[str, Any]:
+def _sandbox(tools: ToolSet) -> dict[str, Any] | None:
+    """Whether the offered process tools run sandboxed (``None`` when none is offered)."""
+    confined = [tool.confinement for tool in tools.values() if isinstance(tool, BashTool | BgTool)]
+    if not confined:
+        return None
+    status = confined[0].status
+    return {"sandboxed": status.available, "reason": status.reason, "network": confined[0].network}
+
+
+def _summary(store: SessionStore, result: RunResult, records: list[RequestRecord], tools: ToolSet) -> dict[str, Any]:
     known = [r.cost.amount for r in records if r.cost.amount is not None]
     total = sum(known, Decimal(0)) if known else None
     out: dict[str, Any] = {
@@ -190,6 +206,7 @@ def _summary(store: SessionStore, result: RunResult, records: list[RequestRecord
         "cost": None if total is None else format(total, "f"),
         "costUnknownRequests": len(records) - len(known),
         "requests": len(records),
+        "sandbox": _sandbox(tools),
     }
     error = result.error
     if isinstance(error, ProviderError):
@@ -236,7 +253,7 @@ async def _run(
             profile=profile,
             model=args.model,
             workspace=workspace,
-            tools=builtin_tools(workspace, names=args.allow),
+            tools=builtin_tools(workspace, names=args.allow, network=not args.no_network),
             policy=policy,
             approver=approver,
             api_key=key,
@@ -245,6 +262,9 @@ async def _run(
             record_request=record,
             max_steps=args.max_steps,
         )
+        sandbox = _sandbox(agent.tools)
+        if sandbox is not None and not sandbox["sandboxed"]:
+            print(f"tiny-agent: bash and bg are not sandboxed: {sandbox['reason']}", file=sys.stderr)
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGINT, lambda: asyncio.ensure_future(agent.abort()))
         try:
@@ -257,7 +277,8 @@ async def _run(
     if sys.stdout.isatty():
         printer.write("\n")
     ledger.close()
-    print(json.dumps(_summary(store, result, printer.requests), ensure_ascii=False), file=sys.stderr, flush=True)
+    summary = _summary(store, result, printer.requests, agent.tools)
+    print(json.dumps(summary, ensure_ascii=False), file=sys.stderr, flush=True)
     return 0 if result.outcome == "completed" else 2
 
 

@@ -10,9 +10,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.core.agent.conftest import text_reply, tool_reply
 from tests.loopback import LoopbackServer, Reply, Sleep
 from tiny_agent_core.session.reducer import SYNTHETIC_CONTENT, reduce_session
+from tiny_agent_core.tools.sandbox import sandbox_status
 
 KEY = "sk-run-command-secret-0123456789abcdef"
 ROOT = Path(__file__).resolve().parents[3]
@@ -156,3 +159,49 @@ def test_step_limit(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert summary["outcome"] == "failed"
     assert summary["error"]["kind"] == "step_limit"
+
+
+def test_the_key_never_reaches_a_command_the_model_wrote(tmp_path: Path) -> None:
+    """``env``, the agent's own /proc environ and a file holding the key: the canary is in no file and no request."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "config.txt").write_text(f"token = {KEY}\n")
+    commands = [
+        "env",
+        "tr '\\0' '\\n' < /proc/$PPID/environ",
+        "tr '\\0' '\\n' < /proc/1/environ",
+        "cat config.txt",
+    ]
+    calls = [(f"b{i}", "bash", json.dumps({"command": command})) for i, command in enumerate(commands)]
+    with LoopbackServer() as server:
+        server.queue(tool_reply(*calls), text_reply("Looked."))
+        proc, summary = _run(tmp_path, server, "--workspace", str(workspace), "--allow", "bash", "look around")
+        bodies = [request.body for request in server.requests]
+    assert proc.returncode == 0, proc.stderr
+    assert all(KEY.encode() not in body for body in bodies)
+    assert b"[redacted]" in bodies[1]  # the file's copy was masked, not dropped
+    for path in [*workspace.rglob("*"), *(tmp_path / "data").rglob("*")]:
+        if path.is_file() and path.name != "config.txt":
+            assert KEY.encode() not in path.read_bytes(), path
+    status = sandbox_status()
+    assert summary["sandbox"] == {"sandboxed": status.available, "reason": status.reason, "network": True}
+    assert ("not sandboxed" in proc.stderr) is (not status.available)
+
+
+def test_no_network_cuts_sandboxed_commands_off(tmp_path: Path) -> None:
+    if not sandbox_status().available:
+        pytest.skip(f"no sandbox here: {sandbox_status().reason}")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with LoopbackServer() as server:
+        fetch = f"import urllib.request as u; u.urlopen('{server.base_url}/models', timeout=3)"
+        probe = f'python3 -c "{fetch}" 2>/dev/null && echo reached || echo blocked'
+        server.queue(tool_reply(("b1", "bash", json.dumps({"command": probe}))), text_reply("Done."))
+        proc, summary = _run(
+            tmp_path, server, "--workspace", str(workspace), "--allow", "bash", "--no-network", "try the network"
+        )
+        result = server.requests[1].json()["messages"][-1]["content"]
+    assert proc.returncode == 0, proc.stderr
+    assert summary["sandbox"]["network"] is False
+    assert "blocked" in result
+    assert len(server.requests) == 2  # the command's own request never arrived
