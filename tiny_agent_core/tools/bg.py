@@ -19,11 +19,14 @@ A metadata file is only a claim: the workspace is writable by the user, by ``bas
 process this tool did not start (one from an earlier run), ``stop`` signals nothing unless the file says
 ``id == pid == pgid > 1`` *and*, right before each signal, ``getpgid(pid) == pid`` and the process's start time is
 the recorded one; otherwise it fails with a tool error and sends nothing. (Without this, a forged ``"pgid": 1``
-would make ``killpg(1)``, i.e. ``kill(-1)``: every process of the user.) Its SIGKILL is sent only while the
-leader is still that process, so members of such a group that outlive their leader and ignore SIGTERM are left
-alone. Signals always go to a group, never to a bare pid, and never to a pid or pgid of 1 or less. The check and
-the signal are separate system calls, so a pid reused in between is not excluded; Python exposes no way to signal
-a process group through a pidfd. :meth:`BgTool.close` stops the processes this tool started (call it when
+would make ``killpg(1)``, i.e. ``kill(-1)``: every process of the user.) Its group's members are pinned by pidfds
+before that check (:class:`~tiny_agent_core.tools.process_tree.PinnedGroup`); ``stop`` waits for them, and its
+SIGKILL goes to the group while the leader is still that process and, in any case, to the pinned members that
+still run (members that outlive their leader and ignore SIGTERM, e.g. a sandbox's, whose leader ``bwrap`` exits
+on SIGTERM); members forked after the check are left alone once the leader is gone. Signals go to a group or
+through a pidfd, never to a bare pid, and never to a pid or pgid of 1 or less. The leader check and the group
+signal are separate system calls, so a pid reused in between is not excluded; Python exposes no way to signal a
+process group through a pidfd. :meth:`BgTool.close` stops the processes this tool started (call it when
 the app exits); cancelling a run does not stop them, as in the reference. POSIX only.
 
 A process gets the secret-free environment of :mod:`~tiny_agent_core.tools.environment` and, where bubblewrap
@@ -50,7 +53,7 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -66,7 +69,7 @@ from tiny_agent_core.tools.base import (
     required_string,
 )
 from tiny_agent_core.tools.private_files import create_private, open_private_folder, open_regular
-from tiny_agent_core.tools.process_tree import become_subreaper, group_alive, kill_tree
+from tiny_agent_core.tools.process_tree import PinnedGroup, become_subreaper, group_alive, kill_tree
 from tiny_agent_core.tools.sandbox import Confinement, SandboxStatus
 
 __all__ = ["READ_ONLY_ACTIONS", "BgTool", "bg_directory"]
@@ -514,35 +517,46 @@ class BgTool(BuiltinTool):
         status = self._current_status(meta)
         if status != "running":
             return self._format(meta, status)
-        if owned is None:
+        if owned is not None:
+            return self._stop_owned(owned, group)
+        return self._stop_foreign(pid, meta, group)
+
+    def _wait_until(self, done: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + self.stop_grace
+        while time.monotonic() < deadline and not done():
+            time.sleep(0.05)
+
+    def _stop_owned(self, owned: _Owned, group: int) -> str:
+        with self._lock:
+            owned.stopping = True
+        _kill_group(group, signal.SIGTERM)
+        # the group is waited for as a whole: sandboxed, its leader (bwrap) exits on SIGTERM at once
+        self._wait_until(lambda: owned.settled.is_set() and not group_alive(group))
+        _kill_group(group, signal.SIGKILL)
+        if not self.confinement.status.available:
+            # its children that left the group (sandboxed, the PID namespace took them)
+            kill_tree(owned.token, spawned=owned.process.pid)
+        owned.settled.wait(2.0)
+        with self._lock:
+            stopped = dict(owned.meta)
+        if stopped.get("status") == "running":  # the watcher is late; record the stop ourselves
+            stopped.update(status="stopped", exitedAt=_now())
+        return self._format(stopped, "stopped")
+
+    def _stop_foreign(self, pid: str, meta: Mapping[str, Any], group: int) -> str:
+        # pinned before the check, so the check proves the pinned processes are the recorded process's group
+        with PinnedGroup(group) as members:
             refused = self._verify_leader(pid, meta, group)
             if refused is not None:
                 raise ToolError(f"refusing to stop bg {pid}: {refused}; no signal was sent")
-        else:
-            with self._lock:
-                owned.stopping = True
-        _kill_group(group, signal.SIGTERM)
-        deadline = time.monotonic() + self.stop_grace
-        while time.monotonic() < deadline:
-            # our own group is waited for as a whole: sandboxed, its leader (bwrap) exits on SIGTERM at once
-            if owned.settled.is_set() and not group_alive(group) if owned is not None else not _running(group):
-                break
-            time.sleep(0.05)
-        # SIGKILL whatever of the group outlived SIGTERM. A group we did not start is signalled only while its
-        # leader is still provably the recorded process: once the leader is gone, its number proves nothing.
-        if owned is not None or self._verify_leader(pid, meta, group) is None:
-            _kill_group(group, signal.SIGKILL)
-        if owned is not None and not self.confinement.status.available:
-            # its children that left the group (sandboxed, the PID namespace took them)
-            kill_tree(owned.token, spawned=owned.process.pid)
-        if owned is not None:
-            owned.settled.wait(2.0)
-            with self._lock:
-                stopped = dict(owned.meta)
-            if stopped.get("status") == "running":  # the watcher is late; record the stop ourselves
-                stopped.update(status="stopped", exitedAt=_now())
-        else:
-            stopped = {**meta, "status": "stopped", "exitedAt": _now()}
-            with self._lock:
-                self._write_meta(stopped)
+            _kill_group(group, signal.SIGTERM)
+            self._wait_until(lambda: not members.alive())
+            # SIGKILL whatever outlived SIGTERM: the group while its leader is still provably the recorded process
+            # (once it is gone, its number proves nothing), and in any case the members pinned at the check
+            if self._verify_leader(pid, meta, group) is None:
+                _kill_group(group, signal.SIGKILL)
+            members.kill()
+        stopped = {**meta, "status": "stopped", "exitedAt": _now()}
+        with self._lock:
+            self._write_meta(stopped)
         return self._format(stopped, "stopped")

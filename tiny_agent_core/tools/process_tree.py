@@ -29,7 +29,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["KILL_ROUNDS", "REAP_WITHIN", "RUN_MARKER", "become_subreaper", "group_alive", "kill_tree"]
+__all__ = [
+    "KILL_ROUNDS",
+    "REAP_WITHIN",
+    "RUN_MARKER",
+    "PinnedGroup",
+    "become_subreaper",
+    "group_alive",
+    "kill_tree",
+]
 
 RUN_MARKER = "TINY_AGENT_RUN"
 """The environment variable carrying a command's run token."""
@@ -111,6 +119,45 @@ def group_alive(pgid: int) -> bool:
             return True
         return True
     return any(process.group == pgid and not process.zombie for process in _processes())
+
+
+class PinnedGroup:
+    """The live members of a process group at one moment, each held by a pidfd (Linux), so a later process that
+    reuses a pid or the group id is never mistaken for one of them. Close it (``with``) to release the pidfds."""
+
+    def __init__(self, pgid: int) -> None:
+        self.pgid = pgid
+        self._members: list[tuple[_Process, int]] = []
+        if sys.platform == "linux":
+            for process in _processes():
+                if process.group == pgid and not process.zombie and (pidfd := _open(process)) is not None:
+                    self._members.append((process, pidfd))
+
+    def __enter__(self) -> PinnedGroup:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for _process, pidfd in self._members:
+            os.close(pidfd)
+        self._members.clear()
+
+    def _living(self) -> list[int]:
+        living = []
+        for process, pidfd in self._members:
+            current = _stat(process.pid)
+            if current is not None and current.started == process.started and not current.zombie:
+                living.append(pidfd)
+        return living
+
+    def alive(self) -> bool:
+        """Whether a pinned member still runs (elsewhere than Linux: whether the group exists)."""
+        return bool(self._living()) if sys.platform == "linux" else group_alive(self.pgid)
+
+    def kill(self) -> None:
+        """SIGKILL every pinned member that still runs."""
+        for pidfd in self._living():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
 
 
 def _descendants(root: int) -> dict[int, _Process]:

@@ -77,3 +77,20 @@ async def test_detached_children_die_with_the_process(sandbox: bool, ending: str
     else:
         await tool.close()
     await assert_sleepers_gone(seconds)
+
+
+@pytest.mark.parametrize("sandbox", MODES)
+async def test_stopping_an_earlier_runs_process_kills_members_that_outlive_the_leader(
+    sandbox: bool, tmp_path: Path
+) -> None:
+    # the members ignore SIGTERM and outlive their leader (sandboxed, bwrap exits on SIGTERM at once)
+    workspace = real(tmp_path)
+    seconds = unique_seconds()
+    first = BgTool(workspace, sandbox=sandbox, start_wait=0.05)
+    command = f"sh -c 'trap \"\" TERM; echo up > started; sleep {seconds}' & sleep 1000"
+    pid = await start(first, command)
+    await eventually(lambda: (workspace / "started").exists() and bool(sleepers(seconds)), "never started")
+    later = BgTool(workspace, sandbox=sandbox, stop_grace=0.2)  # as after a restart: it did not start the process
+    assert json.loads(await call(later, action="stop", id=pid))["status"] == "stopped"
+    await assert_sleepers_gone(seconds)
+    await first.close()
