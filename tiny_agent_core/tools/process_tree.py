@@ -14,6 +14,12 @@ A command's child that calls ``setsid`` (or double-forks into a daemon) leaves t
 Each signal goes through a pidfd opened *before* the process's start time is checked again, so a pid reused in
 between is never signalled. A descendant that cleared its environment after its parent died is not found; the
 sandbox (a PID namespace) has no such gap. Elsewhere than Linux this is a no-op.
+
+Being a subreaper is process-wide: an orphan of *any* child (a double-forking helper the GUI started) becomes
+ours too, and stays a zombie after it exits unless it was one of a command's processes reaped here.
+
+Also here, for ``bg``: :func:`group_alive` (a group with a member that is not a zombie) and :class:`PinnedGroup`
+(a group's members held by pidfds, to signal them later without confusing them with newer processes).
 """
 
 from __future__ import annotations
