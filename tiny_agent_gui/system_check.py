@@ -1,13 +1,14 @@
-"""Before Qt starts: is there a display, and can the xcb platform plugin load? (No Qt import here.)
+"""Before Qt starts: is there a display, can the xcb platform plugin load, are there fonts? (No Qt import here.)
 
 When the xcb plugin cannot load its system libraries, Qt prints "xcb-cursor0 or libxcb-cursor0 is needed" whatever
 library is really missing, and aborts the process (exit 134); with no display at all the same message appears.
-:func:`check` finds the real gap first and returns one line naming the missing Debian packages, so the launcher can
-print it and exit with status 2.
+Without ``libGL`` the import of Qt's GUI module fails with a traceback, and without any font every text is an
+empty box. :func:`check` finds the real gap first and returns one line naming the missing Debian packages, so the
+launcher can print it and exit with status 2.
 
-The check applies only where Qt would use xcb: on Linux, with ``QT_QPA_PLATFORM`` unset or naming ``xcb`` first,
-and outside a Wayland session (``WAYLAND_DISPLAY``), where Qt uses its Wayland plugin. ``offscreen``, ``minimal``
-and the other platforms are left alone.
+The display and xcb library checks apply only where Qt would use xcb: on Linux, with ``QT_QPA_PLATFORM`` unset or
+naming ``xcb`` first, and outside a Wayland session (``WAYLAND_DISPLAY``), where Qt uses its Wayland plugin. For
+``offscreen``, ``minimal`` and the other platforms only the GUI module's own libraries are checked.
 """
 
 from __future__ import annotations
@@ -22,7 +23,17 @@ import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-__all__ = ["DEBIAN_PACKAGES", "check", "debian_packages", "missing_libraries", "qt_dir", "uses_xcb"]
+__all__ = [
+    "DEBIAN_PACKAGES",
+    "FONT_DIRS",
+    "check",
+    "debian_packages",
+    "fonts_installed",
+    "missing_libraries",
+    "platform_name",
+    "qt_dir",
+    "uses_xcb",
+]
 
 DEBIAN_PACKAGES: Mapping[str, str] = {
     "libxcb-cursor.so.0": "libxcb-cursor0",
@@ -72,13 +83,7 @@ _DLOPEN_ERROR = re.compile(r"(\S+\.so[.\d]*): cannot open shared object file")
 
 def uses_xcb(env: Mapping[str, str]) -> bool:
     """Whether Qt would pick its xcb platform plugin with this environment (Linux only)."""
-    if not sys.platform.startswith("linux"):
-        return False
-    requested = env.get("QT_QPA_PLATFORM", "").strip()
-    if requested:
-        first = requested.split(";")[0].split(":")[0].strip()
-        return first == "xcb"
-    return not env.get("WAYLAND_DISPLAY", "").strip()
+    return sys.platform.startswith("linux") and platform_name(env) == "xcb"
 
 
 def qt_dir() -> Path | None:
@@ -128,25 +133,71 @@ def debian_packages(libraries: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(DEBIAN_PACKAGES.get(name, name) for name in libraries))
 
 
+def platform_name(env: Mapping[str, str]) -> str:
+    """The platform plugin Qt would try first: ``QT_QPA_PLATFORM``'s first entry, else ``wayland`` in a Wayland
+    session, else ``xcb``."""
+    requested = env.get("QT_QPA_PLATFORM", "").strip()
+    if requested:
+        return requested.split(";")[0].split(":")[0].strip()
+    return "wayland" if env.get("WAYLAND_DISPLAY", "").strip() else "xcb"
+
+
+FONT_DIRS = ("/usr/share/fonts", "/usr/local/share/fonts")
+"""System font folders (the user's ``~/.local/share/fonts`` and ``~/.fonts`` are searched too)."""
+
+_FONT_SUFFIXES = (".ttf", ".otf", ".ttc", ".pfb", ".pcf", ".pcf.gz", ".woff", ".woff2")
+
+
+def fonts_installed(env: Mapping[str, str]) -> bool:
+    """Whether any font file exists where fontconfig looks (with none, every text shows as empty boxes)."""
+    home = Path(env.get("HOME") or Path.home())
+    data_home = env.get("XDG_DATA_HOME", "").strip() or str(home / ".local" / "share")
+    for folder in (*FONT_DIRS, str(Path(data_home) / "fonts"), str(home / ".fonts")):
+        for _root, _dirs, files in os.walk(folder):
+            if any(name.lower().endswith(_FONT_SUFFIXES) for name in files):
+                return True
+    return False
+
+
+def _missing_message(what: str, missing: list[str]) -> str:
+    packages = debian_packages(missing)
+    return (
+        f"tiny-agent-gui: {what} needs system libraries that are missing ({', '.join(missing)}); "
+        f"install them with: sudo apt-get install {' '.join(packages)}"
+    )
+
+
 def check(env: Mapping[str, str] | None = None) -> str | None:
-    """``None`` when the window can start, else one line saying what is missing and how to install it."""
+    """``None`` when the window can start, else one line saying what is missing and how to install it.
+
+    For xcb: a display, then every library of the xcb plugin. For any platform: the libraries Qt's GUI module
+    needs (``libGL``, ``libEGL``…: without them the import itself fails). For a window on X11 or Wayland: at least
+    one font. Other platforms (``offscreen``, ``minimal``…) get only the library check of the GUI module.
+    """
     env = os.environ if env is None else env
-    if not uses_xcb(env):
+    if not sys.platform.startswith("linux"):
         return None
-    if not env.get("DISPLAY", "").strip():
+    xcb = uses_xcb(env)
+    if xcb and not env.get("DISPLAY", "").strip():
         return (
             "tiny-agent-gui: no display: neither DISPLAY nor WAYLAND_DISPLAY is set. Start it from a desktop session "
             "(or over ssh -X); QT_QPA_PLATFORM=offscreen runs it without a visible window."
         )
     folder = qt_dir()
-    plugin = folder / "plugins" / "platforms" / "libqxcb.so" if folder is not None else None
-    if plugin is None or not plugin.is_file():
-        return None  # a Qt without the xcb plugin: let Qt report what it has
-    missing = missing_libraries(plugin, env)
-    if not missing:
-        return None
-    packages = debian_packages(missing)
-    return (
-        f"tiny-agent-gui: the Qt window (xcb) needs system libraries that are missing ({', '.join(missing)}); "
-        f"install them with: sudo apt-get install {' '.join(packages)}"
-    )
+    if folder is not None:
+        plugin = folder / "plugins" / "platforms" / "libqxcb.so"
+        gui = folder / "lib" / "libQt6Gui.so.6"
+        if xcb and plugin.is_file():
+            missing = missing_libraries(plugin, env)
+            if missing:
+                return _missing_message("the Qt window (xcb)", missing)
+        elif gui.is_file():
+            missing = missing_libraries(gui, env)
+            if missing:
+                return _missing_message("Qt", missing)
+    if platform_name(env) in ("xcb", "wayland") and not fonts_installed(env):
+        return (
+            "tiny-agent-gui: no fonts are installed, so every text would show as empty boxes; install them with: "
+            "sudo apt-get install fonts-dejavu-core"
+        )
+    return None

@@ -201,6 +201,34 @@ def test_no_problem_when_nothing_is_missing(monkeypatch: pytest.MonkeyPatch) -> 
     assert system_check.check({"QT_QPA_PLATFORM": "offscreen"}) is None
 
 
+def test_offscreen_checks_only_the_gui_libraries(monkeypatch: pytest.MonkeyPatch) -> None:
+    checked: list[str] = []
+
+    def missing(plugin: Path, env: object = None) -> list[str]:
+        checked.append(plugin.name)
+        return ["libGL.so.1", "libEGL.so.1"]
+
+    monkeypatch.setattr(system_check, "missing_libraries", missing)
+    message = system_check.check({"QT_QPA_PLATFORM": "offscreen"})
+    assert checked == ["libQt6Gui.so.6"]
+    assert message is not None
+    assert message.startswith("tiny-agent-gui: Qt needs system libraries that are missing (libGL.so.1, libEGL.so.1)")
+    assert message.endswith("sudo apt-get install libgl1 libegl1")
+
+
+def test_a_window_without_fonts_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(system_check, "missing_libraries", lambda plugin, env=None: [])
+    monkeypatch.setattr(system_check, "FONT_DIRS", (str(tmp_path / "system-fonts"),))
+    env = {"HOME": str(tmp_path), "DISPLAY": ":0"}
+    message = system_check.check(env)
+    assert message is not None
+    assert message.endswith("sudo apt-get install fonts-dejavu-core")
+    assert system_check.check({**env, "QT_QPA_PLATFORM": "offscreen"}) is None  # no window, no text to show
+    (tmp_path / ".local" / "share" / "fonts").mkdir(parents=True)
+    (tmp_path / ".local" / "share" / "fonts" / "Some.TTF").write_bytes(b"")
+    assert system_check.check(env) is None
+
+
 def test_the_xcb_plugin_is_found_and_checked_for_real() -> None:
     folder = system_check.qt_dir()
     assert folder is not None
