@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 
 from tiny_agent_core.agent.loop import RunResult
 from tiny_agent_core.errors import SecretStoreError, SettingsError
-from tiny_agent_core.ledger import default_workspace, raw_captures, scan_workspace
+from tiny_agent_core.ledger import IndexConnection, default_workspace, raw_captures, scan_workspace
 from tiny_agent_core.ledger.index import SessionSummary
 from tiny_agent_core.pricing import Overrides
 from tiny_agent_core.providers.client import ProviderClient
@@ -85,6 +85,8 @@ class MainWindow(QMainWindow):
             connection=self.connection,
             ledger=services.ledger,
             price_overrides=self._price_overrides,
+            max_steps=lambda: self.services.settings.max_steps,
+            network=self.services.settings.network_allowed,
             parent=self,
         )
         self.timeline: Timeline | None = None
@@ -245,6 +247,9 @@ class MainWindow(QMainWindow):
         settings = self.services.settings
         if settings.load_error is not None:
             self.show_banner(str(settings.load_error))
+        ledger = self.services.ledger
+        if isinstance(ledger, IndexConnection) and ledger.recovery is not None:
+            self.show_banner(ledger.recovery.message)
         if settings.active() is None and not settings.workspaces:
             self.pages.setCurrentWidget(self.welcome)
         else:
@@ -460,8 +465,8 @@ class MainWindow(QMainWindow):
             self.controller.submit(prompt)
 
     def _retry(self, notice: NoticeItem) -> None:
-        if notice.input_text:
-            self.controller.submit(notice.input_text)
+        if notice.retry_prompt:
+            self.controller.submit(notice.retry_prompt)
 
     def _busy_changed(self, busy: bool) -> None:
         self.composer.set_busy(busy)

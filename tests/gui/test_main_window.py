@@ -19,7 +19,7 @@ from tiny_agent_core.ledger import connect, get_session
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.secrets import KeyStore
 from tiny_agent_core.settings import AppSettings, ProfileConfig
-from tiny_agent_core.timeline import AssistantItem, ToolItem, UserItem
+from tiny_agent_core.timeline import CONTINUE_PROMPT, AssistantItem, ToolItem, UserItem
 from tiny_agent_core.tools.approval import ToolSettings
 from tiny_agent_core.workbench import open_session
 from tiny_agent_gui.approval_dialog import ApprovalDialog
@@ -169,3 +169,32 @@ async def test_the_index_is_current_when_a_run_is_reported(window: MainWindow, s
     window.composer.submitted.emit("a title worth indexing")
     await _until(lambda: bool(titles))
     assert titles == ["a title worth indexing"]
+
+
+async def test_the_step_limit_offers_continue(window: MainWindow, server: LoopbackServer) -> None:
+    window.services.settings.max_steps = 1
+    workspace = Path(window.services.settings.workspaces[0])
+    (workspace / "a.txt").write_text("alpha\n")
+    server.queue(tool_reply(("r1", "read", '{"path": "a.txt"}')), text_reply("Going on."))
+    window.composer.submitted.emit("loop")
+    await _until(lambda: window.timeline is not None and not window.controller.busy and len(_items(window)) >= 3)
+    notice = _items(window)[-1]
+    assert getattr(notice, "retry_label", None) == "Continue"
+    window.transcript.retry_requested.emit(notice)
+    await _until(lambda: isinstance(_items(window)[-1], AssistantItem))
+    await window.controller.wait_idle()
+    sent = server.requests[-1].json()["messages"]
+    assert sent[-1] == {"role": "user", "content": CONTINUE_PROMPT}
+    assert len(server.requests) == 2
+
+
+def test_a_rebuilt_index_is_reported_once(tmp_path: Path, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TINY_AGENT_DATA_DIR", str(tmp_path / "data"))
+    database = tmp_path / "index.sqlite3"
+    database.write_bytes(b"this is not a database" * 100)
+    ledger = connect(database)
+    services = Services(None, ledger, AppSettings(), KeyStore(environ={}), ToolSettings.in_memory())  # type: ignore[arg-type]
+    made = MainWindow(services)
+    qtbot.addWidget(made)
+    assert "rebuilt from the session files" in made.banner_text.text()
+    ledger.close()
