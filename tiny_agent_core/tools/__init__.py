@@ -37,6 +37,7 @@ from tiny_agent_core.tools.registry import (
     tool_definition,
     tool_definitions,
 )
+from tiny_agent_core.tools.sandbox import SandboxStatus, sandbox_status
 from tiny_agent_core.tools.write import WriteTool
 
 __all__ = [
@@ -58,6 +59,7 @@ __all__ = [
     "ReadTool",
     "Replay",
     "ReplayDeclaration",
+    "SandboxStatus",
     "Tool",
     "ToolAborted",
     "ToolError",
@@ -72,6 +74,7 @@ __all__ = [
     "definition_identity",
     "non_interactive",
     "replay_declaration",
+    "sandbox_status",
     "tool_definition",
     "tool_definitions",
 ]

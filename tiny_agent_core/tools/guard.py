@@ -17,7 +17,9 @@ instead of reaching outside: the kernel never resolves a name the guard has not 
 is a directory it already holds being *moved* elsewhere meanwhile; doing that needs write access to the
 destination, so it grants nothing the mover did not have. Platforms without ``O_PATH`` (macOS, the BSDs) cannot
 read a symlink through a descriptor: there a symlink to a directory on the way is refused (``ELOOP``) rather than
-followed. ``bash`` is not contained (a shell can reach anything): its guard is the approval policy.
+followed. ``bash`` and ``bg`` are not contained by this guard (a shell can name anything): their guards are the
+approval policy and, where it can run, the sandbox of :mod:`~tiny_agent_core.tools.sandbox` (read-only system,
+writable workspace and allowed roots).
 
 The allowed roots are the workspace plus the roots the caller passes in: widening is an explicit per-workspace
 setting (see :class:`~tiny_agent_core.tools.approval.ToolSettings`), never something a model can ask for.
@@ -349,7 +351,7 @@ class WorkspaceGuard:
         ``tool-permissions.json``: a model must not grant itself permissions); and the app's data folder (the
         index and ledger), except an allowed root inside it (the default workspace lives there). The model must
         not be able to rewrite the durable record of what it did, forge the metadata ``bg stop`` acts on, or
-        widen its own permissions (``bash`` still could; its guard is the approval policy).
+        widen its own permissions (an unsandboxed ``bash`` still could; its guard is then the approval policy).
 
         A path is inside a protected folder when, for the target (if it exists) or any existing ancestor, its
         ``(st_dev, st_ino)`` is the folder's, so another spelling of the same folder (a case variant on a
