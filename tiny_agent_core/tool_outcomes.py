@@ -139,7 +139,7 @@ def call_outcome(name: str, status: str, result_text: str | None) -> Outcome | N
     if status in ("pending", "running"):
         return None
     if status == "interrupted":
-        return Outcome("interrupted", reason="the run stopped while it ran; not replayed")
+        return Outcome("interrupted")
     if status in _NOT_RUN_REASONS:
         return Outcome("not_run", reason=_NOT_RUN_REASONS[status])
     text = result_text or ""

@@ -267,3 +267,23 @@ def _blocks(document: Any) -> list[Any]:
         blocks.append(block)
         block = block.next()
     return blocks
+
+
+def test_waterfall_follows_a_live_session_while_shown(qtbot: QtBot, tmp_path: Path) -> None:
+    session = Session(tmp_path)
+    try:
+        pane = InspectorPane(timeline=session.timeline)
+        qtbot.addWidget(pane)
+        pane.show()
+        qtbot.waitUntil(lambda: "No model requests yet" in pane.waterfall.totals.text())
+        session.full_run("read it", "a.txt", "one\ntwo", "Two lines.")
+        qtbot.waitUntil(lambda: pane.waterfall.model.rowCount() == 4)  # run, request, call, request
+        tool = next(item for item in session.timeline.items if isinstance(item, ToolItem))
+        pane.show_item(tool)
+        session.full_run("again", "b.txt", "three", "One line.")
+        qtbot.wait(700)
+        assert pane.waterfall.model.rowCount() == 4  # not rebuilt while hidden
+        pane.show_item(None)
+        assert pane.waterfall.model.rowCount() == 8  # rebuilt when shown again
+    finally:
+        session.store.close()
