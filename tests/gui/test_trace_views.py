@@ -139,6 +139,9 @@ def test_expanding_an_edit_card_shows_its_diff(qtbot: QtBot, timeline: Timeline)
     assert shown.startswith("1\n2\n")
     assert "more lines" in shown
     assert shown.endswith("Command exited with code 1")
+    denied = model.index(tool_rows(model)["c5"])
+    view.set_expanded(denied, True)
+    assert delegate.card_body(denied.data(ITEM_ROLE)).toPlainText() == "Denied: never force-push main"  # type: ignore[attr-defined]
     menu = view.card_menu(failed.data(ITEM_ROLE))
     assert [action.text() for action in menu.actions()][:2] == ["Copy &Command", "Copy &Summary"]
 

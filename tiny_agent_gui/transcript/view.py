@@ -104,6 +104,8 @@ def _card_text(item: ToolItem) -> str:
         return "Running… (its live output is in the inspector)" if item.status == "running" else "Not started yet."
     if outcome.kind == "denied":
         return f"Denied: {outcome.reason}" if outcome.reason else "Denied (no reason given)."
+    if outcome.kind == "error" and item.diff is not None:
+        return item.result_text or outcome.description
     if outcome.kind in ("not_run", "interrupted"):
         return item.result_text or outcome.description
     return output_excerpt(item.result_text or "", CARD_BODY_LINES, CARD_BODY_LINES) or "(no output)"
@@ -181,7 +183,12 @@ class TranscriptDelegate(QStyledItemDelegate):
             font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
             font.setPointSizeF(self._view.font().pointSizeF())
             diff = item.diff
-            document = diff_document(diff.text, font) if diff is not None else plain_document(_card_text(item), font)
+            if diff is None:
+                document = plain_document(_card_text(item), font)
+            elif item.outcome is not None and item.outcome.kind != "ok":  # why it did not apply, then what it was
+                document = diff_document(f"{_card_text(item)}\n\n{diff.text}", font)
+            else:
+                document = diff_document(diff.text, font)
             self._bodies.put(item, document)
         width = self._content_width() - 2 * PADDING
         if document.textWidth() != width:
