@@ -139,7 +139,7 @@ def parse_line(source: str, line: int) -> Any:
             value = _decode_long(source)  # the integer digit limit: read like JavaScript does
     except (ValueError, RecursionError):
         raise SessionCorruption("MALFORMED_JSON", line) from None
-    if ESCAPED_SURROGATE.search(source) is not None and has_surrogate(value):
+    if "\\u" in source and ESCAPED_SURROGATE.search(source) is not None and has_surrogate(value):
         raise SessionCorruption("MALFORMED_JSON", line)
     return value
 

@@ -3,9 +3,9 @@
 :class:`SessionState` is mutable: the reducer (:mod:`tiny_agent_core.session.reducer`) applies one transaction at
 a time to it, in place, and undoes a rejected transaction. Besides the public fields of the reference's
 ``SessionState`` (``header``, ``transcript``, ``active_context``, ``usage``, ``operation``,
-``repaired_length``) it keeps the indexes that make every check O(1) in the session length; those are private to
-the reducer. Treat everything reachable from a state as read-only: messages and tool arguments are the parsed
-JSON objects themselves, not copies.
+``repaired_length``) it keeps the indexes that make every check O(1) in the session length
+(:class:`SessionIndex`, read-only outside the reducer). Treat everything reachable from a state as read-only:
+messages and tool arguments are the parsed JSON objects themselves, not copies.
 
 :func:`state_to_json` gives the reference's golden ``state`` object (camelCase keys), e.g. for
 ``tiny-agent session check``.
@@ -27,6 +27,7 @@ __all__ = [
     "Operation",
     "RunOperation",
     "SessionHeader",
+    "SessionIndex",
     "SessionState",
     "ToolCallState",
     "state_to_json",
@@ -302,7 +303,7 @@ Operation = IdleOperation | RunOperation | CompactionOperation
 
 
 class EntryInfo:
-    """What the reducer remembers about an entry fact (private to the reducer)."""
+    """What the reducer remembers about an entry fact (see :class:`SessionIndex`)."""
 
     __slots__ = ("attempt_id", "message", "message_index", "operation_id", "position", "step_id", "stop_reason")
 
@@ -329,26 +330,72 @@ class EntryInfo:
         """The ``stopReason`` of an assistant entry."""
 
 
+class SessionIndex:
+    """The reducer's lookups over a state, so that every check is O(1) in the session length.
+
+    Public to the reducer's rule modules (:mod:`tiny_agent_core.session.rules`), read-only for everyone else: a
+    change made outside a rule is not journaled and cannot be undone.
+    """
+
+    __slots__ = (
+        "active_through",
+        "attempts",
+        "entries",
+        "entry_ids",
+        "ids",
+        "message_ids",
+        "operations",
+        "pending_calls",
+        "reserved",
+        "source_digest",
+        "steps",
+        "tool_pairs",
+        "tools",
+        "usage_totals",
+    )
+
+    def __init__(self) -> None:
+        self.usage_totals = [0, 0, 0, 0]
+        """Sums of ``input``, ``output``, ``cacheRead``, ``cacheWrite`` over every usage fact."""
+        self.ids: set[str] = set()
+        """Ids of committed facts."""
+        self.reserved: dict[str, str] = {}
+        """Pre-allocated ids not yet used by a fact, with what they are for (``identity``, ``toolResult``, …)."""
+        self.entries: dict[str, EntryInfo] = {}
+        """Every entry fact by id."""
+        self.entry_ids: list[str] = []
+        """Entry ids in file order."""
+        self.message_ids: list[str] = []
+        """Message entry ids in file order."""
+        self.operations: dict[str, RunOperation | CompactionOperation] = {}
+        """Every operation ever started, by id."""
+        self.attempts: dict[str, Attempt] = {}
+        """Every step attempt by attempt id."""
+        self.steps: dict[str, list[Attempt]] = {}
+        """The attempts of each step, by step id."""
+        self.tools: dict[str, ToolCallState] = {}
+        """Every ``toolStarted`` by its fact id."""
+        self.tool_pairs: set[tuple[str, int]] = set()
+        """``(assistant entry id, tool index)`` of every call answered or started."""
+        self.active_through: str | None = None
+        """The entry the active context ends with (the next attempt-1 step's ``contextThroughEntryId``)."""
+        self.pending_calls: set[str] = set()
+        """Tool-call ids of the last assistant message not yet answered by a tool message."""
+        self.source_digest: tuple[Any, int] = (hashlib.sha256(b"["), 0)
+        """An open SHA-256 of the compaction source of the first ``n`` messages, and ``n``."""
+
+    def attempt_of(self, info: EntryInfo) -> Attempt | None:
+        """The attempt that settled an entry (``None`` for an entry no attempt wrote)."""
+        return self.attempts.get(info.attempt_id) if info.attempt_id is not None else None
+
+
 class SessionState:
     """A reduced session. Built by ``reduce_session`` and advanced by ``apply_transaction``."""
 
     __slots__ = (
-        "_active_through",
-        "_attempts",
-        "_entries",
-        "_entry_ids",
-        "_ids",
-        "_message_ids",
-        "_operations",
-        "_pending_calls",
-        "_reserved",
-        "_source_digest",
-        "_steps",
-        "_tool_pairs",
-        "_tools",
-        "_usage",
         "active_context",
         "header",
+        "index",
         "line_count",
         "next_seq",
         "operation",
@@ -369,25 +416,13 @@ class SessionState:
         """The ``seq`` the next fact must carry."""
         self.line_count = 1
         """Physical lines committed so far (the header is line 1)."""
-        self._usage = [0, 0, 0, 0]
-        self._ids: set[str] = set()
-        self._reserved: dict[str, str] = {}
-        self._entries: dict[str, EntryInfo] = {}
-        self._entry_ids: list[str] = []
-        self._message_ids: list[str] = []
-        self._operations: dict[str, RunOperation | CompactionOperation] = {}
-        self._attempts: dict[str, Attempt] = {}
-        self._steps: dict[str, list[Attempt]] = {}
-        self._tools: dict[str, ToolCallState] = {}
-        self._tool_pairs: set[tuple[str, int]] = set()
-        self._active_through: str | None = None
-        self._pending_calls: set[str] = set()
-        self._source_digest: tuple[Any, int] = (hashlib.sha256(b"["), 0)
+        self.index = SessionIndex()
+        """The reducer's lookups (read-only outside the reducer)."""
 
     @property
     def usage(self) -> Usage:
         """Sum of every usage fact (model attempts and tools, any outcome)."""
-        return Usage(*self._usage)
+        return Usage(*self.index.usage_totals)
 
     @property
     def fact_count(self) -> int:
@@ -401,24 +436,25 @@ class SessionState:
 
     def is_reserved(self, fact_id: str) -> bool:
         """Whether ``fact_id`` is a pre-allocated id (an operation, step, attempt or pending result id)."""
-        return fact_id in self._reserved
+        return fact_id in self.index.reserved
 
     def is_used(self, fact_id: str) -> bool:
         """Whether ``fact_id`` is the id of a committed fact or a reserved id."""
-        return fact_id in self._ids or fact_id in self._reserved
+        return fact_id in self.index.ids or fact_id in self.index.reserved
 
     @property
     def context_boundary(self) -> str | None:
         """The entry the next attempt-1 ``stepAttempt`` must name as ``contextThroughEntryId``."""
-        return self._active_through
+        return self.index.active_through
 
     def message_entries(self) -> list[tuple[str, JsonObject]]:
         """Every message entry as ``(entry id, message)``, in file order (a compaction's durable source)."""
-        return [(entry_id, self._entries[entry_id].message or {}) for entry_id in self._message_ids]
+        entries = self.index.entries
+        return [(entry_id, entries[entry_id].message or {}) for entry_id in self.index.message_ids]
 
     def entry_message(self, entry_id: str) -> JsonObject | None:
         """The message of a committed message entry (``None`` for an unknown id or a compaction entry)."""
-        info = self._entries.get(entry_id)
+        info = self.index.entries.get(entry_id)
         return info.message if info is not None else None
 
 

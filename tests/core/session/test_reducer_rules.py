@@ -57,6 +57,11 @@ OWN_FIXTURES = {
     "invalid-utf8": (HEADER_LINE + b"\n" + line(USER)[:-3] + b"\xff\xfe}}\n", ("INVALID_UTF8", 1)),
     "invalid-utf8-in-header": (HEADER_LINE[:-2] + b"\xc3\x28}\n", ("INVALID_UTF8", 1)),
     "overlong-utf8": (HEADER_LINE + b"\n" + b'{"a":"\xc0\xaf"}\n', ("INVALID_UTF8", 1)),
+    "invalid-utf8-after-a-bad-line": (HEADER_LINE + b"\n{}\n" + line(USER)[:-3] + b"\xff}}\n", ("INVALID_UTF8", 1)),
+    "raw-surrogate-after-a-bad-line": (
+        HEADER_LINE + b"\n{}\n" + line(USER).replace(b'"hi"', b'"\xed\xa0\x80"') + b"\n",
+        ("MALFORMED_JSON", 3),
+    ),
     "missing-header-no-lf": (HEADER_LINE, ("MISSING_HEADER", 1)),
     "missing-header-empty-file": (b"", ("MISSING_HEADER", 1)),
     "missing-header-empty-first-line": (b"\n" + HEADER_LINE + b"\n", ("MISSING_HEADER", 1)),

@@ -1,0 +1,138 @@
+"""The context every rule works in: one fact being applied to one state, and the checks on its values.
+
+A :class:`FactContext` carries the state, its index, the journal and where the fact is (line, seq, id), so a
+rule takes ``(context, value)`` and a failed check raises :class:`SessionCorruption` with the right position.
+Every check returns the value it accepted, typed, and fails with ``INVALID_FACT`` unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, NoReturn
+
+from tiny_agent_core.errors import SessionCorruption
+from tiny_agent_core.session.rules.journal import Journal
+from tiny_agent_core.session.state import CompactionOperation, RunOperation, SessionIndex, SessionState
+
+__all__ = ["MAX_SAFE_INTEGER", "FactContext", "Reservations", "ValueChecks"]
+
+MAX_SAFE_INTEGER = 2**53 - 1
+"""JavaScript's ``Number.MAX_SAFE_INTEGER``: the largest count, timestamp or token total a fact may carry."""
+
+_UUID7 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}").fullmatch
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}").fullmatch
+
+Reservations = dict[str, str]
+"""Ids a fact pre-allocates, with what each is for; committed together once the whole fact is valid."""
+
+
+class ValueChecks:
+    """Checks on the values of one line, failing at that line (and seq, once known)."""
+
+    __slots__ = ("line", "seq")
+
+    def __init__(self, line: int, seq: int | None = None) -> None:
+        self.line = line
+        self.seq = seq
+        """The fact's ``seq`` once it has been read (``None`` before, and for the header)."""
+
+    def fail(self, code: str) -> NoReturn:
+        """Reject the fact with ``code`` at its line and seq."""
+        raise SessionCorruption(code, self.line, self.seq)
+
+    def object(self, value: Any, code: str = "INVALID_FACT") -> dict[str, Any]:
+        """A JSON object."""
+        if type(value) is not dict:
+            self.fail(code)
+        return value
+
+    def only_keys(self, value: dict[str, Any], allowed: frozenset[str], code: str = "INVALID_FACT") -> None:
+        """No key outside ``allowed`` (missing keys are each field's own check)."""
+        if not value.keys() <= allowed:
+            self.fail(code)
+
+    def string(self, value: Any, code: str = "INVALID_FACT") -> str:
+        """A non-empty string."""
+        if type(value) is not str or not value:
+            self.fail(code)
+        return value
+
+    def count(self, value: Any, code: str = "INVALID_FACT", minimum: int = 0) -> int:
+        """A safe integer ≥ ``minimum`` (JSON may write it as ``2.0``)."""
+        kind = type(value)
+        if kind is int:
+            if minimum <= value <= MAX_SAFE_INTEGER:
+                return int(value)
+        elif kind is float and value.is_integer() and minimum <= value <= MAX_SAFE_INTEGER:
+            return int(value)
+        self.fail(code)
+
+    def uuid(self, value: Any, code: str = "INVALID_FACT") -> str:
+        """A lowercase UUIDv7."""
+        if type(value) is not str or _UUID7(value) is None:
+            self.fail(code)
+        return value
+
+    def digest(self, value: Any) -> str:
+        """A ``sha256:`` digest."""
+        if type(value) is not str or _DIGEST(value) is None:
+            self.fail("INVALID_FACT")
+        return value
+
+    def choice(self, value: Any, allowed: frozenset[str], code: str = "INVALID_FACT") -> str:
+        """One of ``allowed`` (a string)."""
+        if type(value) is not str or value not in allowed:
+            self.fail(code)
+        return value
+
+
+class FactContext(ValueChecks):
+    """One fact being checked and applied: where it is, and the state it changes (through the journal)."""
+
+    __slots__ = ("fact_id", "index", "journal", "state")
+
+    def __init__(self, state: SessionState, journal: Journal, line: int) -> None:
+        super().__init__(line)
+        self.state = state
+        self.index: SessionIndex = state.index
+        self.journal = journal
+        self.fact_id = ""
+        """The fact's ``id`` once it has been read."""
+
+    def reserve(self, value: Any, reservations: Reservations, kind: str = "identity") -> str:
+        """A new pre-allocated id: unused so far, and not already reserved by this fact."""
+        key = self.uuid(value)
+        index = self.index
+        if key in index.ids or key in index.reserved or key in reservations:
+            self.fail("DUPLICATE_ID")
+        reservations[key] = kind
+        return key
+
+    def commit_reservations(self, reservations: Reservations) -> None:
+        """Record the fact's reserved ids in the state (call once the fact is known to be valid)."""
+        for key, kind in reservations.items():
+            self.journal.put(self.index.reserved, key, kind)
+
+    def open_operation(self, value: Any) -> RunOperation | CompactionOperation:
+        """The started, unfinished operation named by ``value``."""
+        found = self.index.operations.get(self.uuid(value))
+        if found is None:
+            self.fail("INVALID_REFERENCE")
+        if found.finished:
+            self.fail("INVALID_TRANSITION")
+        return found
+
+    def current_run(self) -> RunOperation | None:
+        """The active operation if it is a run."""
+        operation = self.state.operation
+        return operation if type(operation) is RunOperation else None
+
+    def check_error(self, value: Any) -> None:
+        """An ``{"code", "message"}`` error object of non-empty strings."""
+        error = self.object(value)
+        self.only_keys(error, _ERROR_KEYS)
+        self.string(error.get("code"))
+        self.string(error.get("message"))
+
+
+_ERROR_KEYS = frozenset({"code", "message"})

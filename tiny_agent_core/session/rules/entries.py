@@ -1,0 +1,80 @@
+"""Entry facts (``kind: "entry"``): user and assistant messages here; tool results and compactions in their
+own modules (:mod:`.tool_calls`, :mod:`.compaction`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tiny_agent_core.session.rules.compaction import apply_compaction_entry
+from tiny_agent_core.session.rules.context import FactContext
+from tiny_agent_core.session.rules.messages import append_message, check_message
+from tiny_agent_core.session.rules.tool_calls import apply_tool_result
+from tiny_agent_core.session.state import EntryInfo
+
+__all__ = ["apply_entry"]
+
+_ENTRY_FACT_KEYS = frozenset({"kind", "seq", "id", "timestamp", "entry"})
+_USER_ENTRY_KEYS = frozenset({"type", "message"})
+_ASSISTANT_ENTRY_KEYS = frozenset({"type", "stepId", "attemptId", "stopReason", "message"})
+_STOP_REASONS = frozenset({"stop", "toolUse", "length"})
+
+
+def apply_entry(context: FactContext, fact: dict[str, Any]) -> bool:
+    """Apply an entry fact; returns True if its message breaks the transcript's role order."""
+    context.only_keys(fact, _ENTRY_FACT_KEYS)
+    entry = context.object(fact.get("entry"))
+    kind = entry.get("type")
+    if kind == "message" and type(kind) is str:
+        message = check_message(context, entry.get("message"))
+        role = message["role"]
+        if role == "user":
+            return _apply_user(context, entry, message)
+        if role == "assistant":
+            return _apply_assistant(context, entry, message)
+        return apply_tool_result(context, entry, message)
+    if kind != "compaction" or type(kind) is not str:
+        context.fail("INVALID_FACT")
+    apply_compaction_entry(context, entry)
+    return False
+
+
+def _apply_user(context: FactContext, entry: dict[str, Any], message: dict[str, Any]) -> bool:
+    index = context.index
+    if context.fact_id in index.reserved:
+        context.fail("DUPLICATE_ID")
+    context.only_keys(entry, _USER_ENTRY_KEYS)
+    return append_message(context, message, EntryInfo(message, len(index.entry_ids), len(index.message_ids)))
+
+
+def _apply_assistant(context: FactContext, entry: dict[str, Any], message: dict[str, Any]) -> bool:
+    index, journal = context.index, context.journal
+    if context.fact_id in index.reserved:
+        context.fail("DUPLICATE_ID")
+    context.only_keys(entry, _ASSISTANT_ENTRY_KEYS)
+    step_id = context.uuid(entry.get("stepId"))
+    attempt_id = context.uuid(entry.get("attemptId"))
+    stop_reason = context.choice(entry.get("stopReason"), _STOP_REASONS)
+    attempt = index.attempts.get(attempt_id)
+    if attempt is None or attempt.step_id != step_id or attempt.closed or attempt.step_kind != "assistant":
+        context.fail("INVALID_REFERENCE")
+    run = context.current_run()
+    if run is None or run.operation_id != attempt.operation_id:
+        context.fail("INVALID_TRANSITION")
+    has_calls = bool(message.get("tool_calls"))
+    if (stop_reason == "toolUse" and not has_calls) or (stop_reason == "stop" and has_calls):
+        context.fail("INVALID_TRANSCRIPT")
+    journal.assign(attempt, "closed", True)
+    journal.assign(attempt, "settled_entry_id", context.fact_id)
+    if run.step is attempt:
+        journal.assign(attempt, "status", "settled")
+        journal.assign(attempt, "stop_reason", stop_reason)
+    info = EntryInfo(
+        message,
+        len(index.entry_ids),
+        len(index.message_ids),
+        attempt.operation_id,
+        attempt.step_id,
+        attempt.attempt_id,
+        stop_reason,
+    )
+    return append_message(context, message, info)

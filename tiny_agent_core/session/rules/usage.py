@@ -1,0 +1,43 @@
+"""Usage facts (``kind: "usage"``): the tokens of one model attempt or one tool, added to the session's totals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tiny_agent_core.session.rules.context import MAX_SAFE_INTEGER, FactContext
+from tiny_agent_core.session.state import Attempt, ToolCallState
+
+__all__ = ["apply_usage"]
+
+_USAGE_FACT_KEYS = frozenset({"kind", "seq", "id", "timestamp", "operationId", "attemptId", "toolStartedId", "usage"})
+_USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite")
+_USAGE_KEY_SET = frozenset(_USAGE_KEYS)
+
+
+def apply_usage(context: FactContext, fact: dict[str, Any]) -> None:
+    """A usage fact of an operation's attempt or started tool; every total stays a safe integer."""
+    context.only_keys(fact, _USAGE_FACT_KEYS)
+    index = context.index
+    operation_id = context.uuid(fact.get("operationId"))
+    if operation_id not in index.operations:
+        context.fail("INVALID_REFERENCE")
+    has_attempt = "attemptId" in fact
+    if has_attempt == ("toolStartedId" in fact):
+        context.fail("INVALID_FACT")
+    if has_attempt:
+        owner: Attempt | ToolCallState | None = index.attempts.get(context.uuid(fact["attemptId"]))
+    else:
+        owner = index.tools.get(context.uuid(fact["toolStartedId"]))
+    if owner is None or owner.operation_id != operation_id:
+        context.fail("INVALID_REFERENCE")
+    usage = context.object(fact.get("usage"))
+    context.only_keys(usage, _USAGE_KEY_SET)
+    totals = index.usage_totals
+    new = []
+    for position, key in enumerate(_USAGE_KEYS):
+        amount = context.count(usage.get(key))
+        if totals[position] > MAX_SAFE_INTEGER - amount:
+            context.fail("INVALID_FACT")
+        new.append(totals[position] + amount)
+    for position, value in enumerate(new):
+        context.journal.replace(totals, position, value)
