@@ -26,7 +26,7 @@ from typing import Any
 
 from tiny_agent_core.session.framing import parse_js_json
 from tiny_agent_core.session.reducer import SYNTHETIC_CONTENT
-from tiny_agent_core.session.state import CompactionOperation, RunOperation, SessionState, ToolCallState
+from tiny_agent_core.session.state import Attempt, CompactionOperation, RunOperation, SessionState, ToolCallState
 
 __all__ = ["plan_abort", "plan_recovery", "validate_current"]
 
@@ -157,20 +157,28 @@ def plan_recovery(state: SessionState, current: dict[str, Any]) -> Plan:
     # 2. Abort first.
     if operation.abort_requested:
         return plan_abort(state)
-    run = operation if type(operation) is RunOperation else None
-    assistant = _assistant_calls(state)
     step = operation.step
-
     # 3. No step yet.
     if step is None:
         return {
             "type": "startStep",
-            "stepKind": "assistant" if run is not None else "compaction",
+            "stepKind": "assistant" if type(operation) is RunOperation else "compaction",
             "attempt": 1,
             "contextThroughEntryId": operation.input_through_entry_id,
         }
-
     # 4.–6. Compatibility, then the step's own status.
+    unsettled = _plan_unsettled_step(state, current, step)
+    if unsettled is not None:
+        return unsettled
+    # 7. A settled compaction.
+    if type(operation) is CompactionOperation:
+        return {"type": "finish", "outcome": "completed", "finalEntryId": operation.result_entry_id}
+    assert type(operation) is RunOperation
+    return _plan_settled_run(state, current, operation, step)
+
+
+def _plan_unsettled_step(state: SessionState, current: dict[str, Any], step: Attempt) -> Plan | None:
+    """Steps 4–6: blocked by a changed configuration or environment, or the step failed or is still open."""
     if step.configuration_digest != current["configurationDigest"]:
         return {"type": "blocked", "reason": "configuration_changed"}
     if state.header.environment_identity != current["environmentIdentity"]:
@@ -181,46 +189,70 @@ def plan_recovery(state: SessionState, current: dict[str, Any]) -> Plan:
             "outcome": "failed",
             "error": {"code": "model_error", "message": "provider request failed"},
         }
-    if step.status == "attempting":
-        if step.attempt == 2:
-            return {"type": "blocked", "reason": "attempts_exhausted"}
-        return {
-            "type": "startStep",
-            "stepKind": step.step_kind,
-            "attempt": 2,
-            "stepId": step.step_id,
-            "contextThroughEntryId": step.context_through_entry_id,
-        }
+    if step.status != "attempting":
+        return None
+    if step.attempt == 2:
+        return {"type": "blocked", "reason": "attempts_exhausted"}
+    return {
+        "type": "startStep",
+        "stepKind": step.step_kind,
+        "attempt": 2,
+        "stepId": step.step_id,
+        "contextThroughEntryId": step.context_through_entry_id,
+    }
 
-    # 7. A settled compaction.
-    if type(operation) is CompactionOperation:
-        return {"type": "finish", "outcome": "completed", "finalEntryId": operation.result_entry_id}
-    assert run is not None
 
+def _plan_settled_run(state: SessionState, current: dict[str, Any], run: RunOperation, step: Attempt) -> Plan:
+    """Steps 8–12: the run's step is settled; answer its calls, or finish, or start the next step."""
+    assistant = _assistant_calls(state)
     # 8. Truncated with calls.
     if step.stop_reason == "length" and assistant is not None:
-        assistant_entry_id, calls, completed = assistant
-        if completed == len(calls):
-            return {
-                "type": "finish",
-                "outcome": "completed",
-                "completion": "truncated",
-                "finalEntryId": step.settled_entry_id,
-            }
-        return {
-            "type": "appendSynthetic",
-            "results": [
-                _pre_execution_synthetic(assistant_entry_id, completed + offset, call, "truncated")
-                for offset, call in enumerate(calls[completed:])
-            ],
-        }
-
+        return _plan_truncated(step, *assistant)
     # 9. A final answer.
     if assistant is None:
         return {"type": "finish", "outcome": "completed", "completion": "normal", "finalEntryId": step.settled_entry_id}
-
     # 10. The first call with neither a result nor a toolStarted.
-    assistant_entry_id, calls, completed = assistant
+    unprocessed = _plan_unprocessed_call(current, run, *assistant)
+    if unprocessed is not None:
+        return unprocessed
+    # 11. Nothing pending: the next model step.
+    pending = sorted((tool for tool in run.tool_calls if tool.status == "pending"), key=lambda tool: tool.tool_index)
+    if not pending:
+        # The reference names the last toolStarted's result here and asserts one exists; when the step's last
+        # results are pre-execution synthetics (or all of them are), the reducer's boundary is the last result
+        # entry instead, and only that is a legal context. For every other state the two are the same entry.
+        return {
+            "type": "startStep",
+            "stepKind": "assistant",
+            "attempt": 1,
+            "contextThroughEntryId": state.context_boundary,
+        }
+    # 12. The lowest-index pending started tool.
+    return _plan_pending_tool(current, step, pending[0])
+
+
+def _plan_truncated(step: Attempt, assistant_entry_id: str, calls: list[dict[str, Any]], completed: int) -> Plan:
+    """Step 8: a step cut off by the token limit: its unanswered calls get ``truncated`` results, then it ends."""
+    if completed == len(calls):
+        return {
+            "type": "finish",
+            "outcome": "completed",
+            "completion": "truncated",
+            "finalEntryId": step.settled_entry_id,
+        }
+    return {
+        "type": "appendSynthetic",
+        "results": [
+            _pre_execution_synthetic(assistant_entry_id, completed + offset, call, "truncated")
+            for offset, call in enumerate(calls[completed:])
+        ],
+    }
+
+
+def _plan_unprocessed_call(
+    current: dict[str, Any], run: RunOperation, assistant_entry_id: str, calls: list[dict[str, Any]], completed: int
+) -> Plan | None:
+    """Step 10: the first call with neither a result nor a ``toolStarted``: refuse it or start it."""
     processed = {(tool.assistant_entry_id, tool.tool_index) for tool in run.tool_calls}
     for tool_index, call in enumerate(calls):
         if tool_index < completed or (assistant_entry_id, tool_index) in processed:
@@ -247,22 +279,11 @@ def plan_recovery(state: SessionState, current: dict[str, Any]) -> Plan:
             "toolName": call["function"]["name"],
             "arguments": arguments,
         }
+    return None
 
-    # 11. Nothing pending: the next model step.
-    pending = sorted((tool for tool in run.tool_calls if tool.status == "pending"), key=lambda tool: tool.tool_index)
-    if not pending:
-        # The reference names the last toolStarted's result here and asserts one exists; when the step's last
-        # results are pre-execution synthetics (or all of them are), the reducer's boundary is the last result
-        # entry instead, and only that is a legal context. For every other state the two are the same entry.
-        return {
-            "type": "startStep",
-            "stepKind": "assistant",
-            "attempt": 1,
-            "contextThroughEntryId": state.context_boundary,
-        }
 
-    # 12. The lowest-index pending started tool.
-    tool = pending[0]
+def _plan_pending_tool(current: dict[str, Any], step: Attempt, tool: ToolCallState) -> Plan:
+    """Step 12: a started tool whose outcome is unknown: replay it if safe and unchanged, else block or answer."""
     if tool.environment_identity != current["environmentIdentity"]:
         return {"type": "blocked", "reason": "environment_changed"}
     declaration = _declaration(current, tool.tool_name)
