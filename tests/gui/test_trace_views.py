@@ -253,6 +253,18 @@ def test_code_blocks_are_shaded_and_copied(qtbot: QtBot, tmp_path: Path) -> None
         view.setCurrentIndex(index)
         qtbot.keyClick(view, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier)
         assert QApplication.clipboard().text().startswith("Here:\n\n```python")
+        QApplication.clipboard().clear()
+        view.scrollTo(index)
+        option = QStyleOptionViewItem()
+        view.initViewItemOption(option)
+        option.rect = view.visualRect(index)
+        delegate = view.itemDelegate()
+        shown = delegate._document(index.data(ITEM_ROLE))  # type: ignore[attr-defined]
+        buttons = delegate.copy_buttons(shown)  # type: ignore[attr-defined]
+        assert [code for _rect, code in buttons] == ["x = 2", "y = 3"]
+        where = delegate.document_origin(option) + buttons[1][0].center()  # type: ignore[attr-defined]
+        qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=where)
+        assert QApplication.clipboard().text() == "y = 3"  # the second block's "Copy"
         document = markdown_document(index.data(ITEM_ROLE).text, view.font(), dark=False)
         shaded = [
             block.text()

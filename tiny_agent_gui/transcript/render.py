@@ -42,7 +42,7 @@ def _token_format(dark: bool, token: Any) -> QTextCharFormat | None:
     return _FORMATS[key]
 
 
-def _code_runs(document: QTextDocument) -> list[tuple[int, str, str]]:
+def code_runs(document: QTextDocument) -> list[tuple[int, str, str]]:
     """``(start position, language, text)`` of every fenced code block."""
     runs: list[tuple[int, str, str]] = []
     block = document.begin()
@@ -71,7 +71,7 @@ def highlight_code(document: QTextDocument, dark: bool) -> int:
         return 0
     count = 0
     cursor = QTextCursor(document)
-    for start, language, text in _code_runs(document):
+    for start, language, text in code_runs(document):
         try:
             lexer = get_lexer_by_name(language) if language else guess_lexer(text)
         except ClassNotFound:
@@ -120,7 +120,7 @@ def code_blocks(text: str) -> list[str]:
     """The fenced code blocks of a Markdown text, in order (what "Copy Code" copies)."""
     document = QTextDocument()
     document.setMarkdown(text, QTextDocument.MarkdownFeature.MarkdownDialectGitHub)
-    return [code for _start, _language, code in _code_runs(document)]
+    return [code for _start, _language, code in code_runs(document)]
 
 
 def plain_document(text: str, font: QFont) -> QTextDocument:

@@ -3,12 +3,13 @@
 Rows are painted, not widgets, so thousands of messages stay cheap. Assistant text is Markdown rendered by a
 cached :class:`~PySide6.QtGui.QTextDocument` per item (code highlighted with Pygments when available), under a
 quiet one-line step header (model, tokens, cost; the rest on hover); user text, summaries and streaming text are
-plain documents. Tool calls are cards: an outcome badge whose colour and word tell ``ok``, ``exit N``, ``timed
-out``, ``error``, ``denied``, ``interrupted`` and ``not run`` apart, the core's one-line summary, the duration;
-Space, Enter or a click expands a card in place to the diff of an edit or write, or to the first and last lines of
-the output (its context menu copies the command, path or output and opens the file). Failed operations are red
-notices with a "Retry" button (click it, or select the notice and press Enter). Layout runs in batches, so opening
-a long session paints the first screen without measuring every row.
+plain documents; fenced code has a background and a "Copy" button. Tool calls are cards: an outcome badge whose
+colour and word tell ``ok``, ``exit N``, ``timed out``, ``error``, ``denied``, ``interrupted`` and ``not run``
+apart, the core's one-line summary, the duration; Space, Enter or a click expands a card in place to the diff of an
+edit or write, or to the first and last lines of the output (its context menu copies the command, path or output
+and opens the file). Ctrl+C copies the selected message. Failed operations are red notices with a "Retry" button
+(click it, or select the notice and press Enter). Layout runs in batches, so opening a long session paints the
+first screen without measuring every row.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ from tiny_agent_gui.transcript.outcome_style import badge_text, outcome_colour
 from tiny_agent_gui.transcript.render import (
     DocumentCache,
     code_blocks,
+    code_runs,
     diff_document,
     markdown_document,
     plain_document,
@@ -260,6 +262,8 @@ class TranscriptDelegate(QStyledItemDelegate):
             if document is not None:
                 painter.translate(bubble.left() + PADDING, top)
                 document.drawContents(painter)
+                if isinstance(item, AssistantItem):
+                    self._paint_copy_buttons(painter, document, palette)
                 painter.translate(-(bubble.left() + PADDING), -top)
             if isinstance(item, NoticeItem) and item.retryable:
                 self._paint_retry(painter, option, palette, item.retry_label)
@@ -268,6 +272,32 @@ class TranscriptDelegate(QStyledItemDelegate):
             painter.setBrush(Qt.BrushStyle.NoBrush)
             painter.drawRoundedRect(bubble.adjusted(0, 0, -1, -1), 6, 6)
         painter.restore()
+
+    def copy_buttons(self, document: QTextDocument) -> list[tuple[QRect, str]]:
+        """Where each code block's "Copy" button is drawn (relative to the document) and the code it copies."""
+        metrics = QFontMetrics(self._view.font())
+        width, height = metrics.horizontalAdvance("Copy") + 2 * PADDING, metrics.height() + 2
+        layout = document.documentLayout()
+        buttons = []
+        for start, _language, code in code_runs(document):
+            block = layout.blockBoundingRect(document.findBlock(start))
+            right = int(document.textWidth())
+            buttons.append((QRect(right - width - 2, int(block.top()) + 1, width, height), code))
+        return buttons
+
+    def _paint_copy_buttons(self, painter: QPainter, document: QTextDocument, palette: QPalette) -> None:
+        painter.setFont(self._view.font())
+        for rect, _code in self.copy_buttons(document):
+            painter.setPen(palette.color(QPalette.ColorRole.Mid))
+            painter.setBrush(palette.color(QPalette.ColorRole.Button))
+            painter.drawRoundedRect(rect, 4, 4)
+            painter.setPen(palette.color(QPalette.ColorRole.ButtonText))
+            painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, "Copy")
+
+    def document_origin(self, option: QStyleOptionViewItem) -> QPoint:
+        """Where a message's document is drawn (below its header)."""
+        bubble = self._bubble(option)
+        return QPoint(bubble.left() + PADDING, bubble.top() + PADDING + self._header_height())
 
     def _frame(self, item: object, palette: QPalette) -> tuple[QColor | None, str]:
         if isinstance(item, UserItem):
@@ -376,9 +406,16 @@ class TranscriptDelegate(QStyledItemDelegate):
 
     def editorEvent(self, event: QEvent, model: object, option: QStyleOptionViewItem, index: ModelIndex) -> bool:
         """A click on a notice's Retry button emits :attr:`retry_clicked`; one on a card's header expands it or
-        collapses it (the row is selected as well)."""
+        collapses it (the row is selected as well); one on a code block's "Copy" copies the code."""
         if event.type() == QEvent.Type.MouseButtonRelease and isinstance(event, QMouseEvent):
             item = index.data(ITEM_ROLE)
+            if isinstance(item, AssistantItem):
+                document = self._document(item)
+                where = event.position().toPoint() - self.document_origin(option)
+                for rect, code in self.copy_buttons(document) if document is not None else ():
+                    if rect.contains(where):
+                        QGuiApplication.clipboard().setText(code)
+                        return True
             if isinstance(item, ToolItem) and self.card_header_rect(option).contains(event.position().toPoint()):
                 self._view.toggle_expanded(index)
                 return False
