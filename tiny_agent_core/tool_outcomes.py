@@ -6,15 +6,15 @@ reference notes §6.1), and a denied call is an ``error`` like any failed read. 
 reference (notes §5.10, §6.2–§6.5) and of our approval policy tell the cases apart, so :func:`call_outcome` derives
 the outcome a person means:
 
-============== ==================================================================================================
-``ok``         the tool ran and reported no failure
-``exit``       ``bash`` ended with a non-zero code (:attr:`Outcome.exit_code`) or was killed by a signal
-``timeout``    ``bash`` ran out of time (``Command timed out after <t> seconds.``)
-``error``      the tool failed (``Error: <message>``), or ``bash`` passed its 10 MB output cap
-``denied``     the user (or ``tiny-agent run``'s allow-list) refused the call; :attr:`Outcome.reason` is why
+=============== ================================================================================================
+``ok``          the tool ran and reported no failure
+``exit``        ``bash`` ended with a non-zero code (:attr:`Outcome.exit_code`) or was killed by a signal
+``timeout``     ``bash`` ran out of time (``Command timed out after <t> seconds.``)
+``error``       the tool failed (``Error: <message>``), or ``bash`` passed its 10 MB output cap
+``denied``      the user (or ``tiny-agent run``'s allow-list) refused the call; :attr:`Outcome.reason` is why
 ``interrupted`` the run was cancelled or crashed while the tool ran (its effects are unknown)
-``not_run``    never executed: unknown (or not offered) tool, invalid or truncated arguments, aborted before it
-============== ==================================================================================================
+``not_run``     never executed: unknown (or not offered) tool, invalid or truncated arguments, aborted before it
+=============== ================================================================================================
 
 :func:`call_summary` is the one line shown for a call everywhere (transcript cards, their accessible text, the
 waterfall, ``tiny-agent session show``): ``read src/cart.py · 360 lines``, ``edit greet.py +1 −1``,
