@@ -1,4 +1,4 @@
-"""``tiny-agent session check|plan|abandon``: the strict reducer, the recovery planner and the way out of a
+"""``tiny-agent session check|plan|abandon|show``: the strict reducer, the recovery planner and the way out of a
 blocked session, from the command line.
 
 Output is always exactly one line of strict JSON on stdout, never a traceback. A number that does not fit a
@@ -29,6 +29,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tiny_agent_core.cli.show import add_show_command
 from tiny_agent_core.errors import SessionCorruption, SessionError, SessionLockedError
 from tiny_agent_core.session import SessionState, reduce_session, state_to_json
 from tiny_agent_core.session.abandon import abandon_operation
@@ -41,7 +42,7 @@ EXIT_FAILED = 2
 
 
 def register(subparsers: Any) -> None:
-    """Add the ``session`` subcommand with ``check``, ``plan`` and ``abandon``."""
+    """Add the ``session`` subcommand with ``check``, ``plan``, ``abandon`` and ``show``."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "session", help="check a session file, plan its recovery or abandon its open operation", description=__doc__
     )
@@ -59,6 +60,7 @@ def register(subparsers: Any) -> None:
     )
     abandon.add_argument("file", type=Path, help="a .jsonl session file")
     abandon.set_defaults(handler=_guarded(_abandon))
+    add_show_command(commands)
 
 
 def _emit(value: dict[str, Any]) -> None:
