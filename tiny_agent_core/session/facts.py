@@ -31,8 +31,6 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
-import uuid6
-
 from tiny_agent_core.session.canonical_json import canonical_digest, js_numbers
 from tiny_agent_core.session.reducer import SYNTHETIC_CONTENT
 
@@ -112,6 +110,8 @@ def make_persistable(text: str) -> tuple[str, int]:
 
 def new_id() -> str:
     """A fresh lowercase UUIDv7 (fact, operation, step, attempt and result ids)."""
+    import uuid6  # on first use: it loads importlib.metadata, a fifth of a read-only command's start
+
     return str(uuid6.uuid7())
 
 
