@@ -13,10 +13,22 @@ the same way::
 
 Defaults: ``read`` is allowed; ``write``, ``edit``, ``bash`` and ``bg`` ask, except the read-only ``bg`` actions
 ``list``, ``status`` and ``logs``; any other tool asks. The answers are allow once, allow for this session,
-always allow this tool (stored in :class:`ToolSettings`, visible and revocable there), and deny; an answer may
-carry edited arguments. For ``write``/``edit`` the request carries a unified diff of what the call would change,
-the real target when a symlink redirects the path (:attr:`ApprovalRequest.target`) and warnings for an
-executable target or version-control internals (:attr:`ApprovalRequest.warnings`); for ``bash`` the command.
+always allow, and deny; an answer may carry edited arguments. "Always" is scoped where the call allows it
+(:mod:`~tiny_agent_core.tools.scopes`): a command prefix for ``bash``/``bg start`` (``pytest``, ``git status``), a
+path glob for ``write``/``edit`` (``src/**``), the whole tool otherwise; the answer carries the
+:class:`~tiny_agent_core.tools.scopes.AllowRule`, stored in :class:`ToolSettings`, visible and revocable there.
+
+A **risky** call (:mod:`~tiny_agent_core.tools.risk`: ``rm -rf`` of real data, ``git push --force``, ``curl … | sh``,
+writes into ``.git/`` or outside the workspace, ``sudo``…) always asks, whatever was allowed for the session or
+always, and an "always" answer to it counts as once. The request carries everything a prompt should show: the
+model's rationale (its text in the step that made the call, :attr:`ApprovalRequest.rationale`), the risk
+findings, a unified diff of what ``write``/``edit`` would change, the real target when a symlink redirects the
+path (:attr:`ApprovalRequest.target`), warnings for an executable target or version-control internals
+(:attr:`ApprovalRequest.warnings`), for ``bash`` the command, and the rules it may offer
+(:attr:`ApprovalRequest.scopes`).
+
+The settings file is version 2 (``rules`` added); a version 1 file is read as it is (its whole-tool permissions
+stay) and written back as version 2 on the next change.
 
 For ``tiny-agent run --allow TOOL`` (nobody to ask) use :func:`non_interactive`: every call goes to an
 :class:`AllowListApprover` that allows the named tools and denies everything else; no standing permission applies.
@@ -37,6 +49,10 @@ from typing import Any, Protocol
 
 from tiny_agent_core.tools.base import Preview, Tool, ToolOutcome
 from tiny_agent_core.tools.bg import READ_ONLY_ACTIONS
+from tiny_agent_core.tools.guard import WorkspaceGuard
+from tiny_agent_core.tools.risk import NO_RISK, Risk, assess
+from tiny_agent_core.tools.sandbox import Confinement
+from tiny_agent_core.tools.scopes import AllowRule, RuleKind, glob_choices, make_rule, prefix_choices, rule_kind
 
 __all__ = [
     "DEFAULT_RULES",
@@ -58,7 +74,8 @@ __all__ = [
 SETTINGS_FILE = "tool-permissions.json"
 """The settings file's name inside the config folder the caller gives."""
 
-_SETTINGS_VERSION = 1
+_SETTINGS_VERSION = 2
+_READABLE_VERSIONS = (1, 2)
 
 PREVIEW_TIMEOUT = 10.0
 """Seconds a tool's preview may take before the prompt opens without it (a stuck network file system, a buggy
@@ -96,7 +113,10 @@ class Decision:
 
     verdict: Verdict
     reason: str
-    """``default``, ``read-only action``, ``allowed for this session`` or ``always allowed``."""
+    """``default``, ``read-only action``, ``risky``, ``allowed for this session``, ``always allowed`` or
+    ``always allowed by a rule``."""
+    rule: AllowRule | None = None
+    """The standing rule that allowed the call, if one did."""
 
     @property
     def needs_approval(self) -> bool:
@@ -111,6 +131,31 @@ class ApprovalRequest:
     arguments: Mapping[str, Any]
     preview: Preview
     call_id: str | None = None
+    rationale: str | None = None
+    """What the model said in the step that made the call (its reason, in its words), when it said anything."""
+    risk: Risk = NO_RISK
+    """What the call could destroy; a risky call cannot be allowed always."""
+    workspace: str | None = None
+    """The real path of the workspace the tool works in, when known (path rules are relative to it)."""
+    scopes: tuple[AllowRule, ...] = ()
+    """The "always allow" rules to offer, most specific first (see :attr:`scope_kind`)."""
+
+    @property
+    def scope_kind(self) -> RuleKind | None:
+        """What "always allow" covers for this call: a command ``prefix``, a path ``glob``, or (``None``) the tool."""
+        return rule_kind(self.tool_name, self.arguments)
+
+    @property
+    def can_allow_always(self) -> bool:
+        """Whether "always allow" may be offered (never for a risky call)."""
+        return not self.risk.risky
+
+    def rule(self, pattern: str) -> AllowRule:
+        """The rule for a prefix or glob the user chose or typed; ``ValueError`` says what is wrong with it."""
+        kind = self.scope_kind
+        if kind is None:
+            raise ValueError(f"{self.tool_name} can only be allowed as a whole.")
+        return make_rule(self.tool_name, kind, pattern, self.workspace)
 
     @property
     def target(self) -> str | None:
@@ -136,6 +181,8 @@ class ApprovalAnswer:
     arguments: Mapping[str, Any] | None = None
     reason: str | None = None
     """For a denial: why, in words the model will read."""
+    rule: AllowRule | None = None
+    """For "always": the scope (a command prefix or a path glob); ``None`` always allows the whole tool."""
 
     @classmethod
     def deny(cls, reason: str | None = None) -> ApprovalAnswer:
@@ -189,7 +236,14 @@ class AllowListApprover:
 
 @dataclass
 class ToolSettings:
-    """Standing tool permissions and per-workspace allowed roots, kept in ``<config dir>/tool-permissions.json``.
+    """Standing tool permissions (whole tools and scoped rules, :class:`~tiny_agent_core.tools.scopes.AllowRule`)
+    and per-workspace allowed roots, kept in ``<config dir>/tool-permissions.json``::
+
+        {"version": 2, "alwaysAllow": ["bg"],
+         "rules": [{"tool": "bash", "prefix": "git status"}, {"tool": "edit", "glob": "src/**", "workspace": "/w"}],
+         "workspaces": {"/w": {"allowedRoots": ["/data"]}}}
+
+    Version 1 (the same without ``rules``) is read as it is and written back as version 2.
 
     ``path=None`` keeps them in memory only. Each change re-reads the file first (another window may have changed
     it) and rewrites it atomically with mode 0600. An unreadable file grants nothing: ``load_error`` says why, and
@@ -198,6 +252,7 @@ class ToolSettings:
 
     path: Path | None = None
     always_allow: set[str] = field(default_factory=set)
+    rules: list[AllowRule] = field(default_factory=list)
     workspace_roots: dict[str, list[str]] = field(default_factory=dict)
     load_error: str | None = None
 
@@ -215,7 +270,7 @@ class ToolSettings:
         """Read the file again (nothing when in memory)."""
         if self.path is None:
             return
-        self.always_allow, self.workspace_roots, self.load_error = set(), {}, None
+        self.always_allow, self.rules, self.workspace_roots, self.load_error = set(), [], {}, None
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -223,12 +278,16 @@ class ToolSettings:
         except (OSError, ValueError) as error:
             self.load_error = f"{self.path}: {error}"
             return
-        if not isinstance(data, dict) or data.get("version") != _SETTINGS_VERSION:
+        if not isinstance(data, dict) or data.get("version") not in _READABLE_VERSIONS:
             self.load_error = f"{self.path}: not a version {_SETTINGS_VERSION} tool settings file"
             return
         always = data.get("alwaysAllow", [])
         if isinstance(always, list):
             self.always_allow = {name for name in always if isinstance(name, str) and name}
+        rules = data.get("rules", [])
+        if isinstance(rules, list):
+            parsed = (AllowRule.from_json(entry) for entry in rules)
+            self.rules = list(dict.fromkeys(rule for rule in parsed if rule is not None))
         workspaces = data.get("workspaces", {})
         if isinstance(workspaces, dict):
             for workspace, entry in workspaces.items():
@@ -243,6 +302,7 @@ class ToolSettings:
         data = {
             "version": _SETTINGS_VERSION,
             "alwaysAllow": sorted(self.always_allow),
+            "rules": [rule.as_json() for rule in self.rules],
             "workspaces": {
                 workspace: {"allowedRoots": roots} for workspace, roots in sorted(self.workspace_roots.items())
             },
@@ -283,9 +343,36 @@ class ToolSettings:
         self.save()
 
     def revoke_all(self) -> None:
+        """Take back every standing permission, whole tools and rules."""
         self.reload()
         self.always_allow.clear()
+        self.rules.clear()
         self.save()
+
+    def allow_rules(self) -> tuple[AllowRule, ...]:
+        """The scoped permissions, oldest first (for a settings page)."""
+        return tuple(self.rules)
+
+    def add_rule(self, rule: AllowRule) -> None:
+        """Store a scoped permission (once)."""
+        self.reload()
+        if rule not in self.rules:
+            self.rules.append(rule)
+        self.save()
+
+    def revoke_rule(self, rule: AllowRule) -> None:
+        """Take back one scoped permission."""
+        self.reload()
+        self.rules = [kept for kept in self.rules if kept != rule]
+        self.save()
+
+    def matching_rule(
+        self, tool_name: str, args: Mapping[str, Any], *, workspace: str | None = None, target: str | None = None
+    ) -> AllowRule | None:
+        """The first stored rule that covers the call, if any."""
+        return next(
+            (rule for rule in self.rules if rule.matches(tool_name, args, workspace=workspace, target=target)), None
+        )
 
     # -- containment widening ------------------------------------------------------------------------------
 
@@ -328,16 +415,35 @@ class ApprovalPolicy:
 
     # -- decisions -----------------------------------------------------------------------------------------
 
-    def decide(self, tool_name: str, args: Mapping[str, Any]) -> Decision:
-        """Allow now, or ask first. Tools without a rule ask."""
+    def decide(
+        self,
+        tool_name: str,
+        args: Mapping[str, Any],
+        *,
+        risk: Risk | None = None,
+        workspace: str | None = None,
+        target: str | None = None,
+    ) -> Decision:
+        """Allow now, or ask first. Tools without a rule ask; so does a risky call, whatever was allowed.
+
+        ``risk`` defaults to what the arguments alone show (:func:`~tiny_agent_core.tools.risk.assess` without the
+        workspace); ``workspace`` and ``target`` (the real path of a redirected file change) let path rules apply.
+        """
         if self.defaults.get(tool_name) is Verdict.ALLOW:
             return Decision(Verdict.ALLOW, "default")
         if self.read_only_bg and tool_name == "bg" and args.get("action") in READ_ONLY_ACTIONS:
             return Decision(Verdict.ALLOW, "read-only action")
+        if (risk if risk is not None else assess(tool_name, args)).risky:
+            return Decision(Verdict.ASK, "risky")
         if tool_name in self._session:
             return Decision(Verdict.ALLOW, "allowed for this session")
         if self.standing and self.settings.is_always_allowed(tool_name):
             return Decision(Verdict.ALLOW, "always allowed")
+        rule = (
+            self.settings.matching_rule(tool_name, args, workspace=workspace, target=target) if self.standing else None
+        )
+        if rule is not None:
+            return Decision(Verdict.ALLOW, "always allowed by a rule", rule)
         return Decision(Verdict.ASK, "default")
 
     # -- session scope -------------------------------------------------------------------------------------
@@ -352,20 +458,28 @@ class ApprovalPolicy:
     def revoke_session(self, tool_name: str) -> None:
         self._session.discard(tool_name)
 
-    def record(self, tool_name: str, answer: ApprovalAnswer) -> None:
-        """Keep what an answer grants beyond this call."""
+    def record(self, tool_name: str, answer: ApprovalAnswer, *, risky: bool = False) -> None:
+        """Keep what an answer grants beyond this call: nothing for "always" on a ``risky`` call or with a rule
+        for another tool; the rule when the answer carries one; else the whole tool."""
         if answer.choice is Choice.ALLOW_SESSION:
             self._session.add(tool_name)
-        elif answer.choice is Choice.ALLOW_ALWAYS:
-            if self.standing:
+        elif answer.choice is Choice.ALLOW_ALWAYS and not risky:
+            if answer.rule is not None:
+                if self.standing and answer.rule.tool == tool_name:
+                    self.settings.add_rule(answer.rule)
+            elif self.standing:
                 self.settings.allow_always(tool_name)
             else:
                 self._session.add(tool_name)
 
     # -- the whole flow ------------------------------------------------------------------------------------
 
-    async def request_for(self, tool: Tool, args: Mapping[str, Any], *, call_id: str | None = None) -> ApprovalRequest:
-        """The request for a call, with its preview (a diff for ``write``/``edit``, the command for ``bash``)."""
+    async def request_for(
+        self, tool: Tool, args: Mapping[str, Any], *, call_id: str | None = None, rationale: str | None = None
+    ) -> ApprovalRequest:
+        """The request for a call: its preview (a diff for ``write``/``edit``, the command for ``bash``), its risk
+        within the tool's workspace roots, the rules to offer, and ``rationale`` (the model's text of the step;
+        blank or non-text is dropped)."""
         make_preview = getattr(tool, "preview", None)
         preview: Preview | None = None
         if callable(make_preview):
@@ -377,20 +491,41 @@ class ApprovalPolicy:
                 preview = Preview("arguments", _json(args), error=f"no preview: {error}")
         if preview is None:
             preview = Preview("arguments", _json(args))
-        return ApprovalRequest(tool.name, dict(args), preview, call_id)
+        roots = _roots_of(tool)
+        workspace = str(roots[0]) if roots else None
+        risk = assess(tool.name, args, target=preview.target, roots=roots)
+        scopes: tuple[AllowRule, ...] = ()
+        kind = rule_kind(tool.name, args)
+        if not risk.risky and kind == "prefix":
+            scopes = tuple(make_rule(tool.name, kind, prefix) for prefix in prefix_choices(args.get("command")))
+        elif not risk.risky and kind == "glob" and workspace is not None:
+            globs = glob_choices(args.get("path"), workspace, preview.target)
+            scopes = tuple(make_rule(tool.name, kind, glob, workspace) for glob in globs)
+        said = rationale.strip() if isinstance(rationale, str) else ""
+        return ApprovalRequest(tool.name, dict(args), preview, call_id, said or None, risk, workspace, scopes)
 
     async def authorize(
-        self, tool: Tool, args: Mapping[str, Any], approver: Approver, *, call_id: str | None = None
+        self,
+        tool: Tool,
+        args: Mapping[str, Any],
+        approver: Approver,
+        *,
+        call_id: str | None = None,
+        rationale: str | None = None,
     ) -> Authorization:
-        """Decide; ask ``approver`` when needed; record the answer's scope. Cancellation propagates."""
-        decision = self.decide(tool.name, args)
+        """Decide; ask ``approver`` when needed (with ``rationale``, the model's text of the step); record the
+        answer's scope. Cancellation propagates."""
+        decision = self.decide(tool.name, args, risk=NO_RISK)
+        if decision.reason in ("default", "read-only action") and not decision.needs_approval:
+            return Authorization(True, args, decision)
+        request = await self.request_for(tool, args, call_id=call_id, rationale=rationale)
+        decision = self.decide(tool.name, args, risk=request.risk, workspace=request.workspace, target=request.target)
         if not decision.needs_approval:
             return Authorization(True, args, decision)
-        request = await self.request_for(tool, args, call_id=call_id)
         answer = await approver.ask(request)
         if not answer.allowed:
             return Authorization(False, args, decision, answer)
-        self.record(tool.name, answer)
+        self.record(tool.name, answer, risky=request.risk.risky)
         arguments = answer.arguments if answer.arguments is not None else args
         return Authorization(True, arguments, decision, answer)
 
@@ -403,6 +538,17 @@ def non_interactive(allowed: Iterable[str]) -> tuple[ApprovalPolicy, AllowListAp
     """
     policy = ApprovalPolicy(ToolSettings.in_memory(), defaults={}, read_only_bg=False, standing=False)
     return policy, AllowListApprover(allowed)
+
+
+def _roots_of(tool: Tool) -> tuple[Path, ...]:
+    """The folders a built-in tool works in (its workspace first); empty for a tool that does not say."""
+    guard = getattr(tool, "guard", None)
+    if isinstance(guard, WorkspaceGuard):
+        return guard.roots
+    confinement = getattr(tool, "confinement", None)
+    if isinstance(confinement, Confinement):
+        return confinement.writable
+    return ()
 
 
 def _json(args: Mapping[str, Any]) -> str:

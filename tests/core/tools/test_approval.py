@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import stat
 import threading
 from collections.abc import Mapping
@@ -25,6 +26,12 @@ from tiny_agent_core.tools import (
 )
 from tiny_agent_core.tools import approval as approval_module
 from tiny_agent_core.tools.approval import SETTINGS_FILE
+from tiny_agent_core.tools.base import Preview
+from tiny_agent_core.tools.risk import RiskKind
+from tiny_agent_core.tools.scopes import make_rule, prefix_choices
+
+PREVIEW = Preview("arguments", "{}")
+ANY = ApprovalAnswer.deny()
 
 
 class ScriptedApprover:
@@ -119,7 +126,7 @@ async def test_always_allow_persists_and_is_revocable(
     assert (await ApprovalPolicy(settings).authorize(tools["write"], {"path": "a", "content": ""}, approver)).allowed
 
     path = tmp_path / "config" / SETTINGS_FILE
-    assert json.loads(path.read_text()) == {"version": 1, "alwaysAllow": ["write"], "workspaces": {}}
+    assert json.loads(path.read_text()) == {"version": 2, "alwaysAllow": ["write"], "rules": [], "workspaces": {}}
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
     reloaded = ToolSettings.load(tmp_path / "config")  # a later start of the app
@@ -313,3 +320,195 @@ async def test_a_slow_preview_does_not_hold_the_prompt(monkeypatch: pytest.Monke
         release.set()
     assert request.preview.kind == "arguments"
     assert request.preview.error == "no preview: it took over 0.05 s"
+
+
+# -- rationale, risk and scoped "always allow" --------------------------------------------------------------
+
+
+async def test_the_request_carries_the_rationale_risk_and_workspace(tools: Mapping[str, Tool], workspace: Path) -> None:
+    approver = ScriptedApprover(ApprovalAnswer.deny(), ApprovalAnswer.deny(), ApprovalAnswer.deny())
+    policy = ApprovalPolicy()
+    command = "rm -rf build/ && git push --force origin main"
+    await policy.authorize(tools["bash"], {"command": command}, approver, rationale="  Clean up and publish.\n")
+    await policy.authorize(tools["bash"], {"command": "ls"}, approver, rationale="   ")
+    await policy.authorize(tools["bash"], {"command": "ls"}, approver)
+    risky, blank, silent = approver.requests
+    assert risky.rationale == "Clean up and publish."
+    assert risky.risk.kinds == {RiskKind.FORCE_PUSH}
+    assert not risky.can_allow_always
+    assert risky.scopes == ()
+    assert risky.workspace == str(workspace.resolve())
+    assert (blank.rationale, silent.rationale) == (None, None)
+    assert not blank.risk.risky
+    assert blank.can_allow_always
+    assert [rule.pattern for rule in blank.scopes] == ["ls"]
+
+
+async def test_a_risky_call_asks_even_when_allowed_for_the_session_or_always(
+    tools: Mapping[str, Tool], settings: ToolSettings
+) -> None:
+    settings.allow_always("bash")
+    policy = ApprovalPolicy(settings)
+    policy.allow_for_session("bash")
+    approver = ScriptedApprover(ApprovalAnswer(Choice.ALLOW_ALWAYS), ApprovalAnswer(Choice.ALLOW_ONCE))
+    assert (await policy.authorize(tools["bash"], {"command": "ls"}, approver)).allowed
+    assert approver.requests == []  # the plain command still runs at once
+    granted = await policy.authorize(tools["bash"], {"command": "git reset --hard"}, approver)
+    assert granted.allowed
+    assert granted.decision.reason == "risky"
+    again = await policy.authorize(tools["bash"], {"command": "git reset --hard"}, approver)
+    assert again.answer is not None  # "always" on a risky call counted once: asked again
+    assert policy.decide("bash", {"command": "curl x | sh"}).reason == "risky"
+
+
+async def test_always_allowing_a_risky_call_stores_nothing(tools: Mapping[str, Tool], settings: ToolSettings) -> None:
+    rule = make_rule("bash", "prefix", "git push")
+    approver = ScriptedApprover(ApprovalAnswer(Choice.ALLOW_ALWAYS, rule=rule), ApprovalAnswer(Choice.ALLOW_ALWAYS))
+    policy = ApprovalPolicy(settings)
+    assert (await policy.authorize(tools["bash"], {"command": "git push -f"}, approver)).allowed
+    assert (await policy.authorize(tools["bash"], {"command": "sudo ls"}, approver)).allowed
+    assert settings.allow_rules() == ()
+    assert settings.always_allowed() == frozenset()
+
+
+async def test_a_command_prefix_rule_covers_plain_commands_only(
+    tools: Mapping[str, Tool], settings: ToolSettings, tmp_path: Path
+) -> None:
+    approver = ScriptedApprover(ApprovalAnswer.deny())
+    policy = ApprovalPolicy(settings)
+    await policy.authorize(tools["bash"], {"command": "git status -s"}, approver)
+    offered = approver.requests[0].scopes
+    assert [rule.describe() for rule in offered] == [
+        'bash: commands starting with "git status"',
+        'bash: commands starting with "git"',
+    ]
+    settings_file = tmp_path / "config" / SETTINGS_FILE
+    yes = ScriptedApprover(ApprovalAnswer(Choice.ALLOW_ALWAYS, rule=offered[0]))
+    assert (await policy.authorize(tools["bash"], {"command": "git status -s"}, yes)).allowed
+    assert json.loads(settings_file.read_text())["rules"] == [{"tool": "bash", "prefix": "git status"}]
+
+    later = ApprovalPolicy(ToolSettings.load(tmp_path / "config"))
+    for command in ("git status", "git status --short", "git  status", "'git' status 2>&1", "git status >/dev/null"):
+        decision = later.decide("bash", {"command": command})
+        assert (decision.verdict, decision.rule) == (Verdict.ALLOW, offered[0]), command
+    for command in (
+        "git statusx",
+        "git stash",
+        "git status; rm -rf ~",
+        "git status && curl x",
+        "git status | sh",
+        "git status > ~/.bashrc",
+        "git status $(touch x)",
+        "git status `touch x`",
+        "git status\ntouch x",
+        "GIT_DIR=/tmp git status",
+        "git status &",
+    ):
+        assert later.decide("bash", {"command": command}).verdict is Verdict.ASK, command
+    assert later.decide("bg", {"action": "start", "command": "git status"}).verdict is Verdict.ASK  # another tool
+
+
+def test_prefix_choices_and_typed_prefixes() -> None:
+    def offered(command: str) -> list[str]:
+        return list(prefix_choices(command))
+
+    assert offered("pytest -q tests") == ["pytest"]
+    assert offered("npm test") == ["npm test", "npm"]
+    assert offered("python -m pytest") == []  # "python" alone would allow any program; "-m" is an option
+    assert offered("cd src && pytest") == []
+    assert offered("FOO=1 make") == []
+    request = ApprovalRequest("bash", {"command": "cd src && pytest"}, PREVIEW)
+    assert request.rule(" pytest   -q ") == make_rule("bash", "prefix", "pytest -q")
+    for typed, problem in [
+        ("", "Type the command prefix"),
+        ("pytest; rm", "plain words"),
+        ("$(x)", "plain words"),
+        ("bash", "runs whatever follows"),
+    ]:
+        with pytest.raises(ValueError, match=re.escape(problem)):
+            request.rule(typed)
+    with pytest.raises(ValueError, match="as a whole"):
+        ApprovalRequest("mcp__x", {}, PREVIEW).rule("x")
+
+
+async def test_a_path_glob_rule_covers_its_workspace_only(
+    tools: Mapping[str, Tool], settings: ToolSettings, workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "src" / "app").mkdir(parents=True)
+    approver = ScriptedApprover(ApprovalAnswer.deny())
+    policy = ApprovalPolicy(settings)
+    edit = {"path": "src/app/main.py", "content": "x"}
+    await policy.authorize(tools["write"], edit, approver)
+    offered = approver.requests[0].scopes
+    assert [rule.pattern for rule in offered] == ["src/app/main.py", "src/app/**", "src/**"]
+    assert offered[2].workspace == str(workspace.resolve())
+    yes = ScriptedApprover(ApprovalAnswer(Choice.ALLOW_ALWAYS, rule=offered[2]))
+    assert (await policy.authorize(tools["write"], edit, yes)).allowed
+
+    again = ScriptedApprover(*[ApprovalAnswer.deny()] * 4)
+    for path in ("src/new.py", "./src/deep/er/x.txt"):
+        granted = await policy.authorize(tools["write"], {"path": path, "content": "y"}, again)
+        assert granted.decision.rule == offered[2], path
+    for path in ("README.md", "src/../README.md", "srcx/a.py"):
+        assert not (await policy.authorize(tools["write"], {"path": path, "content": "y"}, again)).allowed, path
+    assert not (await policy.authorize(tools["edit"], {"path": "src/a.py", "edits": []}, again)).allowed
+    assert len(again.requests) == 4
+
+    (workspace / "src" / "hook").symlink_to("../.git/hooks/pre-commit")  # a redirect leaving the glob asks
+    (workspace / ".git" / "hooks").mkdir(parents=True)
+    redirected = await policy.authorize(tools["write"], {"path": "src/hook", "content": "x"}, ScriptedApprover(ANY))
+    assert redirected.decision.reason == "risky"
+
+    other = tmp_path / "other"
+    (other / "src").mkdir(parents=True)
+    elsewhere = {tool.name: tool for tool in builtin_tools(other)}
+    asked = ScriptedApprover(ApprovalAnswer.deny())
+    assert not (await policy.authorize(elsewhere["write"], {"path": "src/a.py", "content": "y"}, asked)).allowed
+
+
+def test_path_rules_refuse_escapes_and_version_control(workspace: Path) -> None:
+    request = ApprovalRequest("edit", {"path": "a.py"}, PREVIEW, workspace=str(workspace))
+    assert request.rule("docs/*.md").matches("edit", {"path": "docs/x.md"}, workspace=str(workspace))
+    assert not request.rule("docs/*.md").matches("edit", {"path": "docs/sub/x.md"}, workspace=str(workspace))
+    assert request.rule("**/*.md").matches("edit", {"path": "a/b/c.md"}, workspace=str(workspace))
+    for typed in ("", "/etc/**", "../**", "a//b", ".git/**", "x/.hg/y"):
+        with pytest.raises(ValueError, match=r"relative to the workspace|version-control"):
+            request.rule(typed)
+    with pytest.raises(ValueError, match="workspace"):
+        ApprovalRequest("edit", {"path": "a.py"}, PREVIEW).rule("src/**")
+
+
+def test_a_version_1_file_is_read_and_migrated(tmp_path: Path, workspace: Path) -> None:
+    path = tmp_path / SETTINGS_FILE
+    v1 = {"version": 1, "alwaysAllow": ["bg"], "workspaces": {str(workspace): {"allowedRoots": ["/data"]}}}
+    path.write_text(json.dumps(v1))
+    settings = ToolSettings.load(tmp_path)
+    assert settings.load_error is None
+    assert settings.always_allowed() == {"bg"}
+    assert settings.allowed_roots(workspace) == (Path("/data"),)
+    assert ApprovalPolicy(settings).decide("bg", {"action": "stop", "id": "1"}).reason == "always allowed"
+    rule = make_rule("bash", "prefix", "pytest")
+    settings.add_rule(rule)
+    data = json.loads(path.read_text())
+    assert data == {**v1, "version": 2, "rules": [{"tool": "bash", "prefix": "pytest"}]}
+    settings.revoke_rule(rule)
+    assert ToolSettings.load(tmp_path).allow_rules() == ()
+
+
+def test_malformed_rules_grant_nothing_and_revoke_all_clears_them(tmp_path: Path) -> None:
+    rules = [
+        {"tool": "bash", "prefix": "pytest"},
+        {"tool": "bash", "prefix": "a; b"},
+        {"tool": "edit", "glob": "../**", "workspace": "/w"},
+        {"tool": "edit", "glob": "src/**"},
+        {"prefix": "x"},
+        "pytest",
+        {"tool": "edit", "glob": "src/**", "workspace": "/w"},
+        {"tool": "bash", "prefix": "pytest"},
+    ]
+    (tmp_path / SETTINGS_FILE).write_text(json.dumps({"version": 2, "alwaysAllow": ["bg"], "rules": rules}))
+    settings = ToolSettings.load(tmp_path)
+    assert settings.allow_rules() == (make_rule("bash", "prefix", "pytest"), make_rule("edit", "glob", "src/**", "/w"))
+    settings.revoke_all()
+    reloaded = ToolSettings.load(tmp_path)
+    assert (reloaded.always_allowed(), reloaded.allow_rules()) == (frozenset(), ())
