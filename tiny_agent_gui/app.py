@@ -29,7 +29,7 @@ from tiny_agent_core.tools.approval import ToolSettings
 from tiny_agent_gui.event_loop import HookedQEventLoop
 from tiny_agent_gui.garbage import GuiThreadCollector
 from tiny_agent_gui.logs import log_file
-from tiny_agent_gui.main_window import MainWindow, Services
+from tiny_agent_gui.main_window import MainWindow, Services, SettingsRequest
 from tiny_agent_gui.settings import ProviderCalls, SettingsDialog
 
 _log = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ def make_services(client: ProviderClient) -> Services:
 def attach_settings_dialog(window: MainWindow) -> None:
     """Make the window's Settings action open the (non-modal-blocking) settings dialog."""
 
-    def open_dialog() -> None:
+    def open_dialog(request: SettingsRequest) -> None:
         services = window.services
         dialog = SettingsDialog(
             services.settings,
@@ -63,6 +63,10 @@ def attach_settings_dialog(window: MainWindow) -> None:
         )
         dialog.settingsSaved.connect(window.settings_saved)
         dialog.open()
+        if request.add_preset is not None:
+            dialog.add_provider(request.add_preset)
+        elif request.profile_id is not None:
+            dialog.show_provider(request.profile_id)
 
     window.set_settings_opener(open_dialog)
 

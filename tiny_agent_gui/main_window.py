@@ -7,12 +7,15 @@ display models; it holds no business rules. Every action has a menu entry with a
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import itertools
 import logging
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import PySide6
 import shiboken6
@@ -21,10 +24,8 @@ from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QGuiApplicatio
 from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
-    QHBoxLayout,
     QLabel,
     QMainWindow,
-    QPushButton,
     QSplitter,
     QStackedWidget,
     QVBoxLayout,
@@ -35,23 +36,27 @@ from tiny_agent_core.agent.loop import RunResult
 from tiny_agent_core.errors import SecretStoreError, SettingsError
 from tiny_agent_core.ledger import IndexConnection, default_workspace, raw_captures, scan_workspace
 from tiny_agent_core.ledger.index import SessionSummary
+from tiny_agent_core.local_servers import LocalServer, detect_local_servers
 from tiny_agent_core.pricing import Overrides
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.secrets import KeyStore
-from tiny_agent_core.settings import AppSettings
+from tiny_agent_core.settings import AppSettings, ProfileConfig
 from tiny_agent_core.timeline import NoticeItem, Timeline, UserItem
 from tiny_agent_core.tools.approval import ToolSettings
 from tiny_agent_core.usage import Usage
 from tiny_agent_core.workbench import OpenedSession
 from tiny_agent_gui.about_dialog import AboutDialog
 from tiny_agent_gui.approval_dialog import DialogApprover
-from tiny_agent_gui.cost.formatting import cost_text, rate_text
+from tiny_agent_gui.banner import Action, Banner
 from tiny_agent_gui.cost.view import CostView
 from tiny_agent_gui.diagnostics import Diagnostics, collect, settings_summary
+from tiny_agent_gui.error_actions import MAX_AUTO_RETRIES, ErrorAction, action_for
 from tiny_agent_gui.inspector import InspectorPane
 from tiny_agent_gui.logs import LOG_FILE_NAME, log_dir
 from tiny_agent_gui.session_controller import Connection, SessionController
 from tiny_agent_gui.sessions.pane import SessionListPane
+from tiny_agent_gui.shortcuts_dialog import ShortcutsDialog
+from tiny_agent_gui.status_bar import SessionFigures, SpeedLabel, UsageLabel
 from tiny_agent_gui.transcript import Composer, TranscriptView
 from tiny_agent_gui.welcome import WelcomeView
 
@@ -67,6 +72,32 @@ class Services:
     settings: AppSettings
     keys: KeyStore
     tool_settings: ToolSettings
+    local_targets: list[tuple[str, str]] | None = None
+    """Where the first run looks for local servers (``None``: the presets' ports on 127.0.0.1; tests pass a
+    loopback server)."""
+
+
+@dataclass(frozen=True)
+class SettingsRequest:
+    """What the settings dialog should show when it opens."""
+
+    profile_id: str | None = None
+    """Select this provider profile (and focus its key field)."""
+    add_preset: str | None = None
+    """Add a profile for this preset, select it and focus its key field."""
+
+
+def _focusable_in_chain_order(pane: QWidget) -> list[QWidget]:
+    """``pane`` and its descendants that take focus by Tab, in the focus chain's current order."""
+    found: list[QWidget] = []
+    widget: QWidget | None = pane
+    seen: set[int] = set()
+    while widget is not None and shiboken6.getCppPointer(widget)[0] not in seen:
+        seen.add(shiboken6.getCppPointer(widget)[0])
+        if (widget is pane or pane.isAncestorOf(widget)) and widget.focusPolicy() & Qt.FocusPolicy.TabFocus:
+            found.append(widget)
+        widget = widget.nextInFocusChain()
+    return found
 
 
 class MainWindow(QMainWindow):
@@ -75,7 +106,7 @@ class MainWindow(QMainWindow):
     def __init__(self, services: Services) -> None:
         super().__init__()
         self.services = services
-        self._open_settings_hook: Callable[[], None] | None = None
+        self._open_settings_hook: Callable[[SettingsRequest], None] | None = None
         self.setWindowTitle("tiny-agent desktop")
         self.resize(1280, 800)
         self.controller = SessionController(
@@ -95,10 +126,14 @@ class MainWindow(QMainWindow):
         self._last_step_usage: Usage | None = None
         self.about_dialog: AboutDialog | None = None
         self._diagnostics_task: asyncio.Future[Diagnostics] | None = None
+        self._auto_retries = 0
+        self.shortcuts_dialog: ShortcutsDialog | None = None
         self._build_panes()
         self._build_menus()
         self._wire()
+        self._set_tab_order()
         self._show_start_page()
+        self._update_actions()
 
     # -- layout -----------------------------------------------------------------------------------------------
 
@@ -116,22 +151,11 @@ class MainWindow(QMainWindow):
         title_font.setBold(True)
         self.session_title.setFont(title_font)
 
-        self.banner = QWidget()
-        self.banner.setAccessibleName("Notice")
-        banner_layout = QHBoxLayout(self.banner)
-        banner_layout.setContentsMargins(8, 4, 8, 4)
-        self.banner_text = QLabel()
-        self.banner_text.setWordWrap(True)
-        self.banner_action = QPushButton()
-        self.banner_close = QPushButton("Dismiss")
-        self.banner_close.clicked.connect(self.banner.hide)
-        banner_layout.addWidget(self.banner_text, 1)
-        banner_layout.addWidget(self.banner_action)
-        banner_layout.addWidget(self.banner_close)
-        self.banner.setAutoFillBackground(True)
-        self.banner.hide()
-        self._banner_callback: Callable[[], None] | None = None
-        self.banner_action.clicked.connect(self._banner_clicked)
+        self.banner = Banner()
+        self.banner_text = self.banner.text
+        self.banner_action = self.banner.buttons[0]
+        self.banner_action_2 = self.banner.buttons[1]
+        self.banner_close = self.banner.dismiss
 
         centre = QWidget()
         centre_layout = QVBoxLayout(centre)
@@ -150,7 +174,7 @@ class MainWindow(QMainWindow):
         self.splitter.setStretchFactor(2, 0)
         self.splitter.setSizes([320, 700, 420])
 
-        self.welcome = WelcomeView(self.services.keys.status())
+        self.welcome = WelcomeView(self.services.keys.status(), detector=self._detector())
         self.cost_view = CostView(self.services.ledger, load=False)
 
         self.pages = QStackedWidget()
@@ -160,10 +184,19 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.pages)
 
         self.status_model = QLabel()
-        self.status_usage = QLabel()
-        self.status_usage.setAccessibleName("Session usage and cost")
+        self.status_model.setAccessibleName("Provider and model")
+        self.status_speed = SpeedLabel()
+        self.status_usage = UsageLabel()
         self.statusBar().addWidget(self.status_model)
+        self.statusBar().addPermanentWidget(self.status_speed)
         self.statusBar().addPermanentWidget(self.status_usage)
+
+    def _detector(self) -> Callable[[], Coroutine[Any, Any, list[LocalServer]]] | None:
+        client = self.services.client
+        if client is None:  # a window without a provider client (tests of the index alone)
+            return None
+        targets = self.services.local_targets
+        return lambda: detect_local_servers(client.http, targets)
 
     def _action(
         self, text: str, shortcut: QKeySequence | QKeySequence.StandardKey | str | None, slot: Callable[[], object]
@@ -180,15 +213,19 @@ class MainWindow(QMainWindow):
         file_menu = menu.addMenu("&File")
         self.new_action = self._action("&New Session", "Ctrl+N", self.new_session)
         self.open_action = self._action("&Open Folder…", "Ctrl+O", self.open_folder)
-        self.settings_action = self._action("&Settings…", "Ctrl+,", self.open_settings)
+        self.settings_action = self._action("&Settings…", "Ctrl+,", lambda: self.open_settings())
         self.quit_action = self._action("&Quit", "Ctrl+Q", self.close)
         for action in (self.new_action, self.open_action, self.settings_action, self.quit_action):
             file_menu.addAction(action)
 
         session_menu = menu.addMenu("&Session")
-        self.stop_action = self._action("&Stop", "Ctrl+.", self.controller.cancel)
+        self.stop_action = self._action("&Stop", "Esc", self.stop)
+        # Esc everywhere in the window (as the composer says), Ctrl+. as well; enabled only while there is
+        # something to stop, so Esc keeps its usual meaning otherwise.
+        self.stop_action.setShortcuts([QKeySequence("Esc"), QKeySequence("Ctrl+.")])
         self.compact_action = self._action("&Compact", "Ctrl+Shift+K", self.controller.compact)
         self.abandon_action = self._action("&Abort Unfinished Operation", None, self.controller.abandon)
+        self.abandon_action.setStatusTip("Only when an operation was left unfinished and cannot be recovered")
         for action in (self.stop_action, self.compact_action, self.abandon_action):
             session_menu.addAction(action)
 
@@ -211,10 +248,11 @@ class MainWindow(QMainWindow):
             view_menu.addAction(action)
 
         help_menu = menu.addMenu("&Help")
+        self.shortcuts_action = self._action("&Keyboard Shortcuts", "F1", self.show_shortcuts)
         self.about_action = self._action("&About tiny-agent desktop…", None, self.show_about)
         self.open_log_action = self._action("Open &Log Folder", None, self.open_log_folder)
         self.copy_diagnostics_action = self._action("&Copy Diagnostics", None, self.copy_diagnostics)
-        for action in (self.about_action, self.open_log_action, self.copy_diagnostics_action):
+        for action in (self.shortcuts_action, self.about_action, self.open_log_action, self.copy_diagnostics_action):
             help_menu.addAction(action)
 
     def _wire(self) -> None:
@@ -224,10 +262,14 @@ class MainWindow(QMainWindow):
         bridge.step_started.connect(lambda _event: model.end_stream())
         bridge.run_finished.connect(lambda _event: model.end_stream())
         bridge.step_finished.connect(self._step_finished)
+        bridge.step_started.connect(lambda _event: self.status_speed.step_started())
+        bridge.text_delta.connect(lambda _step, text: self.status_speed.received(text))
+        bridge.tool_call_delta.connect(lambda event: self.status_speed.received(event.arguments))
+        bridge.run_finished.connect(lambda _event: self.status_speed.stopped())
         self.transcript.item_selected.connect(self.inspector.show_item)
         self.transcript.retry_requested.connect(self._retry)
         self.composer.submitted.connect(self._submit)
-        self.composer.cancel_requested.connect(self.controller.cancel)
+        self.composer.cancel_requested.connect(self.stop)
         self.controller.session_opened.connect(self._session_opened)
         self.controller.busy_changed.connect(self._busy_changed)
         self.controller.finished.connect(self._finished)
@@ -240,8 +282,19 @@ class MainWindow(QMainWindow):
         self.sessions.session_activated.connect(self._open_summary)
         self.sessions.new_session_requested.connect(self.new_session)
         self.cost_view.session_activated.connect(self._open_session_id)
-        self.welcome.setupProviderRequested.connect(self.open_settings)
+        self.welcome.setupProviderRequested.connect(lambda: self.open_settings())
+        self.welcome.presetChosen.connect(lambda preset: self.open_settings(SettingsRequest(add_preset=preset)))
+        self.welcome.localServerChosen.connect(self.use_local_server)
         self.welcome.openFolderRequested.connect(lambda folder: self.add_workspace(Path(folder)))
+
+    def _set_tab_order(self) -> None:
+        """Tab visits the panes left to right: session list, notice, transcript, composer, inspector (each pane
+        keeps its own inner order)."""
+        chain: list[QWidget] = []
+        for pane in (self.sessions, self.banner, self.transcript, self.composer, self.inspector):
+            chain.extend(_focusable_in_chain_order(pane))
+        for first, second in itertools.pairwise(chain):
+            QWidget.setTabOrder(first, second)
 
     def _show_start_page(self) -> None:
         settings = self.services.settings
@@ -252,6 +305,7 @@ class MainWindow(QMainWindow):
             self.show_banner(ledger.recovery.message)
         if settings.active() is None and not settings.workspaces:
             self.pages.setCurrentWidget(self.welcome)
+            self.welcome.start_detection()
         else:
             self.pages.setCurrentWidget(self.splitter)
         self._update_status()
@@ -269,7 +323,7 @@ class MainWindow(QMainWindow):
         except (SettingsError, SecretStoreError) as error:
             self.show_banner(str(error))
             return None
-        return Connection(profile, config.model, key)
+        return Connection(profile, config.model, key, config.id)
 
     def _price_overrides(self) -> Overrides | None:
         return self.services.settings.price_overrides or None
@@ -304,17 +358,22 @@ class MainWindow(QMainWindow):
         self.sessions.reload()
         self.pages.setCurrentWidget(self.splitter)
 
-    def set_settings_opener(self, opener: Callable[[], None]) -> None:
-        """What the Settings action (and the welcome view's "Set up a provider") opens."""
+    def set_settings_opener(self, opener: Callable[[SettingsRequest], None]) -> None:
+        """What the Settings action (and the welcome view's provider buttons, and an error's "Open provider
+        settings") opens; it receives what to show first."""
         self._open_settings_hook = opener
 
-    def open_settings(self) -> None:
-        """Open the settings dialog (providers, keys, tools, workspaces)."""
+    def open_settings(self, request: SettingsRequest | None = None) -> None:
+        """Open the settings dialog (providers, keys, tools, workspaces), optionally on one provider."""
         if self._open_settings_hook is not None:
-            self._open_settings_hook()
+            self._open_settings_hook(request or SettingsRequest())
 
     def settings_saved(self) -> None:
-        """The settings changed: index new workspaces, refresh the lists and the status bar."""
+        """The settings changed: index new workspaces, refresh the lists and the status bar.
+
+        The next request of the open session uses the new settings; an operation in flight finishes on the ones it
+        started with, and the status bar says so.
+        """
         for folder in self.services.settings.workspaces:
             path = Path(folder)
             if path.is_dir():
@@ -322,7 +381,28 @@ class MainWindow(QMainWindow):
         self.sessions.reload()
         if self.services.settings.active() is not None and self.pages.currentWidget() is self.welcome:
             self.pages.setCurrentWidget(self.splitter)
+        if self.controller.busy and self.controller.settings_changed_since_start():
+            self.statusBar().showMessage(
+                "The running operation finishes on the previous provider settings; the next request uses the new ones.",
+                15000,
+            )
         self._update_status()
+
+    def use_local_server(self, server: LocalServer, model: str) -> None:
+        """First run: add ``server`` as the provider for new sessions with ``model``, save, and start a session."""
+        settings = self.services.settings
+        profile = ProfileConfig.from_preset(server.preset_id, settings.new_profile_id(server.preset_id))
+        profile = dataclasses.replace(profile, base_url=server.base_url, model=model)
+        settings.add_profile(profile)
+        settings.active_profile = profile.id
+        self._save_settings()
+        self.settings_saved()
+        self.new_session()
+        self.statusBar().showMessage(
+            f"Using {server.name} at :{server.port} with {model}. Type a prompt and press Enter — "
+            "for a first test, ask it to list the files here.",
+            15000,
+        )
 
     def show_sessions(self) -> None:
         """Show the session list, transcript and inspector."""
@@ -333,14 +413,38 @@ class MainWindow(QMainWindow):
         self.cost_view.reload()
         self.pages.setCurrentWidget(self.cost_view)
 
-    def show_banner(self, text: str, action: str | None = None, callback: Callable[[], None] | None = None) -> None:
-        """Show a message above the transcript, optionally with one action button."""
-        self.banner_text.setText(text)
-        self._banner_callback = callback
-        self.banner_action.setVisible(action is not None)
-        if action is not None:
-            self.banner_action.setText(action)
-        self.banner.show()
+    def show_banner(
+        self,
+        text: str,
+        action: str | None = None,
+        callback: Callable[[], None] | None = None,
+        *,
+        more: Action | None = None,
+    ) -> None:
+        """Show a message above the transcript, optionally with one or two action buttons."""
+        actions: list[Action] = []
+        if action is not None and callback is not None:
+            actions.append((action, callback))
+        if more is not None:
+            actions.append(more)
+        self.banner.show_message(text, actions)
+        self._update_actions()
+
+    def stop(self) -> None:
+        """Stop (Esc, Ctrl+.): cancel a waiting automatic retry, else stop the running operation."""
+        if self.banner.cancel_countdown():
+            self.statusBar().showMessage("Automatic retry cancelled.", 5000)
+        else:
+            self.controller.cancel()
+        self._update_actions()
+
+    def show_shortcuts(self) -> None:
+        """Help › Keyboard Shortcuts: every action's keys, and the keys of the composer and the panes."""
+        if self.shortcuts_dialog is None or not shiboken6.isValid(self.shortcuts_dialog):
+            self.shortcuts_dialog = ShortcutsDialog(self.menuBar(), self)
+        self.shortcuts_dialog.show()
+        self.shortcuts_dialog.raise_()
+        self.shortcuts_dialog.activateWindow()
 
     @staticmethod
     def with_log_hint(message: str) -> str:
@@ -410,12 +514,6 @@ class MainWindow(QMainWindow):
 
         task.add_done_callback(done)
 
-    def _banner_clicked(self) -> None:
-        callback = self._banner_callback
-        self.banner.hide()
-        if callback is not None:
-            callback()
-
     def _save_settings(self) -> None:
         try:
             self.services.settings.save()
@@ -454,26 +552,49 @@ class MainWindow(QMainWindow):
         self.transcript.scrollToBottom()
         self.pages.setCurrentWidget(self.splitter)
         self._last_step_usage = None
+        self._auto_retries = 0
+        self.status_speed.clear()
         self._update_status()
+        self._update_actions()
         self.sessions.reload()
         self.sessions.select_session(store.session_id)
 
     def _submit(self, prompt: str) -> None:
+        self._auto_retries = 0
+        self.banner.cancel_countdown()
         if self.controller.session is None:
             self.new_session()
         if self.controller.session is not None:
             self.controller.submit(prompt)
 
     def _retry(self, notice: NoticeItem) -> None:
-        if notice.retry_prompt:
+        self.banner.cancel_countdown()
+        if notice.operation_kind == "compaction":
+            self.controller.compact()
+        elif notice.retry_prompt:
             self.controller.submit(notice.retry_prompt)
+
+    def retry_last(self) -> None:
+        """Run the latest failed operation again (what its inline Retry does)."""
+        notices = [item for item in (self.timeline.items if self.timeline else []) if isinstance(item, NoticeItem)]
+        if notices and notices[-1].retryable:
+            self._retry(notices[-1])
 
     def _busy_changed(self, busy: bool) -> None:
         self.composer.set_busy(busy)
         session = self.controller.session
         self.sessions.set_running_sessions([session.store.session_id] if busy and session else [])
-        self.stop_action.setEnabled(busy)
-        self.compact_action.setEnabled(not busy)
+        self._update_actions()
+
+    def _update_actions(self) -> None:
+        """Enable each session action only when it applies."""
+        session = self.controller.session
+        busy = self.controller.busy
+        writable = session is not None and not session.read_only and not session.store.closed
+        unfinished = writable and session is not None and session.store.state.operation.kind != "idle"
+        self.stop_action.setEnabled(busy or self.banner.counting_down)
+        self.compact_action.setEnabled(writable and not busy)
+        self.abandon_action.setEnabled(unfinished and not busy)
 
     def _step_finished(self, event: object) -> None:
         if self.timeline is not None:
@@ -481,6 +602,7 @@ class MainWindow(QMainWindow):
         usage = getattr(event, "usage", None)
         if usage is not None:
             self._last_step_usage = usage
+        self.status_speed.step_finished(getattr(event, "latency_ms", None), getattr(event, "ttft_ms", None), usage)
         self._update_status()
 
     def _finished(self, result: RunResult) -> None:
@@ -489,7 +611,53 @@ class MainWindow(QMainWindow):
             self.sessions.refresh_session(session.store.session_id)
         if result.kind == "compaction" and result.answer:
             self.statusBar().showMessage(result.answer, 5000)
+        if result.outcome == "completed":
+            self._auto_retries = 0
+        used = self.controller.connection_in_use
+        if used is not None and self.controller.settings_changed_since_start():
+            self.statusBar().showMessage(
+                f"That operation ran on the previous settings ({used.profile.name} · {used.model}); "
+                "the next request uses the new ones.",
+                10000,
+            )
+        if result.outcome == "failed":
+            action = action_for(result.error, used.profile if used is not None else None)
+            if action is not None:
+                self._offer(action, used.profile_id if used is not None else None)
         self._update_status()
+        self._update_actions()
+
+    def _offer(self, action: ErrorAction, profile_id: str | None) -> None:
+        """Show the way out of a failed run (see :mod:`tiny_agent_gui.error_actions`)."""
+        if action.kind == "settings":
+            request = SettingsRequest(profile_id=profile_id)
+            self.show_banner(action.text, "Open provider settings", lambda: self.open_settings(request))
+        elif action.kind == "rate_limit":
+            if action.retry_after is not None and self._auto_retries < MAX_AUTO_RETRIES:
+                self._auto_retries += 1
+                self.banner.start_countdown(
+                    action.retry_after,
+                    lambda left: f"{action.text} Retrying by itself in {left} s…",
+                    self.retry_last,
+                    [("Retry now", self.retry_last), ("Cancel retry", self._retry_cancelled)],
+                )
+            else:
+                self.show_banner(f"{action.text} Retry when you are ready.", "Retry", self.retry_last)
+        elif action.kind == "local_server":
+            command = action.command
+            copy: Action | None = ("Copy command", lambda: self._copy(command)) if command else None
+            self.show_banner(action.text, "Retry", self.retry_last, more=copy)
+        elif action.kind == "context_length":
+            self.show_banner(action.text, "Compact", self.controller.compact, more=("New session", self.new_session))
+        self._update_actions()
+
+    def _retry_cancelled(self) -> None:
+        self.statusBar().showMessage("Automatic retry cancelled; use Retry in the transcript when you are ready.", 8000)
+        self._update_actions()
+
+    def _copy(self, text: str) -> None:
+        QGuiApplication.clipboard().setText(text)
+        self.statusBar().showMessage(f"Copied: {text}", 5000)
 
     def _tool_output(self, event: object) -> None:
         self.inspector.append_live_output(str(getattr(event, "call_id", "")), str(getattr(event, "text", "")))
@@ -516,16 +684,20 @@ class MainWindow(QMainWindow):
         )
         session = self.controller.session
         if session is None:
-            self.status_usage.setText("")
+            self.status_usage.show_figures(None)
             self.session_title.setText("No session open")
             return
-        usage = session.store.state.usage
+        steps = self.timeline.steps() if self.timeline is not None else []
         cost, unknown = self._session_cost()
-        last = self._last_step_usage or self._latest_recorded_usage()
-        latest = last.cache_hit_rate if last is not None else None
-        self.status_usage.setText(
-            f"↑{usage.input:,} ↓{usage.output:,} R{usage.cache_read:,} W{usage.cache_write:,} · cache hit "
-            f"{rate_text(latest)} last, {rate_text(usage.cache_hit_rate)} session · {cost_text(cost, unknown)}"
+        self.status_usage.show_figures(
+            SessionFigures(
+                usage=session.store.state.usage,
+                requests=len(steps),
+                unknown_usage=sum(1 for step in steps if step.usage is None),
+                cost=cost,
+                unknown_cost=unknown,
+                last=self._last_step_usage or self._latest_recorded_usage(),
+            )
         )
         title = next(
             (item.text for item in (self.timeline.items if self.timeline else []) if isinstance(item, UserItem)),
@@ -533,6 +705,7 @@ class MainWindow(QMainWindow):
         )
         read_only = " (read-only)" if session.read_only else ""
         self.session_title.setText(f"{title[:100]}{read_only}")
+        self.session_title.setToolTip(title[:1000])
 
     def _latest_recorded_usage(self) -> Usage | None:
         steps = [step for step in (self.timeline.steps() if self.timeline else []) if step.usage is not None]

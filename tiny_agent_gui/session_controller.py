@@ -40,6 +40,8 @@ class Connection:
     profile: ProviderProfile
     model: str
     api_key: str | None
+    profile_id: str | None = None
+    """The settings profile it comes from (to open that provider's settings from an error)."""
 
 
 class SessionController(QObject):
@@ -84,6 +86,7 @@ class SessionController(QObject):
         self._tools: ToolSet | None = None
         self._agent: Agent | None = None
         self._agent_key: tuple[object, ...] | None = None
+        self._in_use: Connection | None = None
         self._task: asyncio.Task[None] | None = None
         self._abort: asyncio.Future[bool] | None = None
         self._closing: set[asyncio.Task[None]] = set()
@@ -92,6 +95,24 @@ class SessionController(QObject):
     def session(self) -> OpenedSession | None:
         """The open session, if any."""
         return self._session
+
+    @property
+    def connection_in_use(self) -> Connection | None:
+        """The connection the current (or last) operation was started with."""
+        return self._in_use
+
+    def settings_changed_since_start(self) -> bool:
+        """True when the settings changed the provider, model, key or step limit since the current (or last)
+        operation started: a running one finishes on the old ones; the next request uses the new ones."""
+        if self._agent_key is None:
+            return False
+        connection = self._connection()
+        return connection is None or self._key(connection) != self._agent_key
+
+    def _key(self, connection: Connection) -> tuple[object, ...]:
+        """Everything the agent is built from: a changed base URL or step limit reaches the next request."""
+        max_steps = self._max_steps() or DEFAULT_MAX_STEPS
+        return (connection.profile, connection.model, connection.api_key, max_steps)
 
     @property
     def busy(self) -> bool:
@@ -216,8 +237,8 @@ class SessionController(QObject):
             self.failed.emit("Set up a provider first (Settings → Providers).")
             return None
         max_steps = self._max_steps() or DEFAULT_MAX_STEPS
-        # Everything the agent is built from: a changed base URL or step limit reaches the next request.
-        key = (connection.profile, connection.model, connection.api_key, max_steps)
+        key = self._key(connection)
+        self._in_use = connection
         if self._agent is None or self._agent_key != key:
             self._agent = build_agent(
                 session,

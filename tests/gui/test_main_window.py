@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
@@ -10,7 +11,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from PySide6.QtWidgets import QApplication, QPushButton
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAccessible, QGuiApplication
+from PySide6.QtWidgets import QApplication, QPushButton, QWidget
 from pytestqt.qtbot import QtBot
 
 from tests.core.agent.conftest import text_reply, tool_reply
@@ -23,7 +26,7 @@ from tiny_agent_core.timeline import CONTINUE_PROMPT, AssistantItem, ToolItem, U
 from tiny_agent_core.tools.approval import ToolSettings
 from tiny_agent_core.workbench import open_session
 from tiny_agent_gui.approval_dialog import ApprovalDialog
-from tiny_agent_gui.main_window import MainWindow, Services
+from tiny_agent_gui.main_window import MainWindow, Services, SettingsRequest
 
 
 @pytest.fixture
@@ -99,8 +102,12 @@ async def test_a_whole_run_with_an_approved_tool(window: MainWindow, server: Loo
     workspace = Path(window.services.settings.workspaces[0])
     assert (workspace / "hello.txt").read_text() == "你好"
     assert window.transcript.transcript_model().rowCount() >= 3
-    assert "↑30" in window.status_usage.text()
-    assert "cost unknown" in window.status_usage.text()
+    assert window.status_usage.text() == "Input 30 · Output 7 · cost unknown"
+    tip = window.status_usage.toolTip()
+    assert "Input (prompt tokens not read from or written to a cache): 30" in tip
+    assert "2 model requests" in tip
+    assert "TTFT" in window.status_speed.text()
+    assert "tok/s" in window.status_speed.text()
     assert window.sessions.isVisible()
 
 
@@ -130,7 +137,9 @@ async def test_escape_stops_a_stalled_stream(window: MainWindow, server: Loopbac
 
 def test_keyboard_shortcuts_are_visible(qtbot: QtBot, window: MainWindow) -> None:
     shortcuts = {a.text().replace("&", ""): a.shortcut().toString() for a in window.actions()}
-    assert shortcuts["Stop"] == "Ctrl+."
+    assert shortcuts["Stop"] == "Esc"  # as the composer says; Ctrl+. works too
+    stop = next(a for a in window.actions() if a.text() == "&Stop")
+    assert [key.toString() for key in stop.shortcuts()] == ["Esc", "Ctrl+."]
     assert shortcuts["Compact"] == "Ctrl+Shift+K"
     assert shortcuts["Costs"] == "Ctrl+2"
     assert all(shortcuts[name] for name in ("New Session", "Open Folder…", "Settings…", "Quit"))
@@ -198,3 +207,239 @@ def test_a_rebuilt_index_is_reported_once(tmp_path: Path, qtbot: QtBot, monkeypa
     qtbot.addWidget(made)
     assert "rebuilt from the session files" in made.banner_text.text()
     ledger.close()
+
+
+# -- errors that lead to the fix ------------------------------------------------------------------------------
+
+
+def _closed_url() -> str:
+    """A base URL on 127.0.0.1 where nothing listens."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+
+
+async def _failed_run(window: MainWindow, prompt: str = "hello") -> None:
+    window.composer.submitted.emit(prompt)
+    await _until(lambda: window.controller.busy)
+    await window.controller.wait_idle()
+    await _until(lambda: not window.controller.busy)
+
+
+async def test_a_401_offers_that_providers_settings(window: MainWindow, server: LoopbackServer) -> None:
+    opened: list[SettingsRequest] = []
+    window.set_settings_opener(opened.append)
+    server.queue(Reply.error(401, {"error": {"message": "invalid api key"}}))
+    await _failed_run(window)
+    assert window.banner.isVisible()
+    assert "Loopback refused the API key (HTTP 401)" in window.banner_text.text()
+    assert window.banner_action.text() == "Open provider settings"
+    window.banner_action.click()
+    assert opened == [SettingsRequest(profile_id="local")]
+    assert not window.banner.isVisible()
+
+
+async def test_a_429_counts_down_and_retries_once_by_itself(window: MainWindow, server: LoopbackServer) -> None:
+    server.queue(Reply.error(429, {"error": {"message": "slow down"}}, retry_after="1"), text_reply("after the wait"))
+    await _failed_run(window, "patience")
+    assert window.banner.counting_down
+    assert "Retrying by itself in 1 s" in window.banner_text.text()
+    assert [b.text() for b in (window.banner_action, window.banner_action_2)] == ["Retry now", "Cancel retry"]
+    assert window.stop_action.isEnabled()  # Esc cancels the wait
+    await _until(lambda: len(server.requests) == 2, seconds=5)
+    await _until(lambda: isinstance(_items(window)[-1], AssistantItem))
+    await window.controller.wait_idle()
+    assert _items(window)[-1].text == "after the wait"  # type: ignore[attr-defined]
+    assert server.requests[1].json()["messages"][-1] == {"role": "user", "content": "patience"}
+    assert not window.banner.counting_down
+
+
+async def test_esc_cancels_a_waiting_retry(window: MainWindow, server: LoopbackServer) -> None:
+    server.queue(Reply.error(429, {"error": {"message": "slow down"}}, retry_after="30"))
+    await _failed_run(window)
+    assert window.banner.counting_down
+    assert "Retrying by itself in 30 s" in window.banner_text.text()
+    window.composer.cancel_requested.emit()  # Esc in the composer, as the Stop action
+    assert not window.banner.counting_down
+    assert not window.banner.isVisible()
+    assert not window.stop_action.isEnabled()
+    await asyncio.sleep(0.3)
+    assert len(server.requests) == 1
+
+
+async def test_a_local_server_that_is_down_says_how_to_start_it(window: MainWindow) -> None:
+    closed = _closed_url()
+    settings = window.services.settings
+    down = replace(ProfileConfig.from_preset("ollama", "ollama"), base_url=closed, model="m")
+    settings.add_profile(down)
+    settings.active_profile = "ollama"
+    await _failed_run(window)
+    text = window.banner_text.text()
+    assert text == f"Nothing answers at {closed}. Is Ollama running? Start it with: ollama serve"
+    assert [b.text() for b in (window.banner_action, window.banner_action_2)] == ["Retry", "Copy command"]
+    window.banner_action_2.click()
+    assert QGuiApplication.clipboard().text() == "ollama serve"
+
+
+async def test_a_settings_change_during_a_run_is_reported(window: MainWindow, server: LoopbackServer) -> None:
+    chunk = {"choices": [{"index": 0, "delta": {"content": "slow "}, "finish_reason": None}]}
+    server.queue(Reply.sse(sse_events([chunk]), stall_after=1, stall=30))
+    window.composer.submitted.emit("go slowly")
+    await _until(lambda: window.controller.busy and len(server.requests) == 1)
+    await _until(lambda: "streaming" in window.status_speed.text())
+    settings = window.services.settings
+    profile = settings.profile("local")
+    assert profile is not None
+    settings.update_profile(replace(profile, model="another-model"))
+    window.settings_saved()
+    assert "finishes on the previous provider settings" in window.statusBar().currentMessage()
+    window.stop()
+    await _until(lambda: not window.controller.busy, seconds=5)
+    assert "ran on the previous settings (Loopback · test-model)" in window.statusBar().currentMessage()
+    assert window.status_speed.text() == ""
+
+
+# -- keyboard and accessibility -------------------------------------------------------------------------------
+
+
+def _focus_chain(window: MainWindow) -> list[QWidget]:
+    """The widgets Tab visits, in order, starting from the session list (visible, enabled, Tab-focusable)."""
+    start = window.sessions
+    chain: list[QWidget] = []
+    widget = start.nextInFocusChain()
+    while widget is not start:
+        if (
+            widget.isVisibleTo(window)
+            and widget.isEnabled()
+            and widget.focusPolicy() & Qt.FocusPolicy.TabFocus
+            and widget.window() is window
+        ):
+            chain.append(widget)
+        widget = widget.nextInFocusChain()
+    return chain
+
+
+def _pane(window: MainWindow, widget: QWidget) -> str:
+    for name, pane in (
+        ("sessions", window.sessions),
+        ("transcript", window.transcript),
+        ("composer", window.composer),
+        ("inspector", window.inspector),
+    ):
+        if widget is pane or pane.isAncestorOf(widget):
+            return name
+    return "other"
+
+
+async def test_tab_goes_left_to_right_and_every_stop_has_a_name(window: MainWindow) -> None:
+    window.new_session()
+    await asyncio.sleep(0.05)
+    chain = _focus_chain(window)
+    panes = [_pane(window, widget) for widget in chain]
+    order = [name for index, name in enumerate(panes) if name != "other" and name not in panes[:index]]
+    assert order == ["sessions", "transcript", "composer", "inspector"]
+    assert panes == sorted(panes, key=order.index)  # each pane is visited in one run
+    unnamed = []
+    for widget in chain:
+        interface = QAccessible.queryAccessibleInterface(widget)
+        assert interface is not None
+        if not interface.text(QAccessible.Text.Name).strip():
+            unnamed.append(f"{type(widget).__name__} in {_pane(window, widget)} ({widget.objectName()!r})")
+    assert unnamed == []
+
+
+def test_session_actions_are_enabled_only_when_they_apply(qtbot: QtBot, window: MainWindow) -> None:
+    assert not window.stop_action.isEnabled()
+    assert not window.compact_action.isEnabled()  # no session
+    assert not window.abandon_action.isEnabled()
+    window.new_session()
+    assert window.compact_action.isEnabled()
+    assert not window.abandon_action.isEnabled()  # nothing is unfinished
+
+
+def test_help_lists_the_keyboard_shortcuts(qtbot: QtBot, window: MainWindow) -> None:
+    window.shortcuts_action.trigger()
+    dialog = window.shortcuts_dialog
+    assert dialog is not None
+    assert dialog.isVisible()
+    rows = {
+        dialog.table.item(row, 1).text(): dialog.table.item(row, 2).text() for row in range(dialog.table.rowCount())
+    }
+    assert rows["Stop"] == "Esc or Ctrl+."
+    assert rows["Send the prompt"] == "Enter"
+    assert rows["Keyboard Shortcuts"] == "F1"
+    dialog.close()
+
+
+# -- first run ------------------------------------------------------------------------------------------------
+
+
+async def test_first_run_finds_a_local_server_and_uses_it(
+    tmp_path: Path, server: LoopbackServer, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TINY_AGENT_DATA_DIR", str(tmp_path / "data"))
+    server.queue(
+        Reply.json({"data": [{"id": "qwen3:8b"}, {"id": "llama3.2:3b"}]}),
+        text_reply("hello from the local model"),
+    )
+    closed = _closed_url()
+    http = httpx.AsyncClient(trust_env=False)
+    ledger = connect(tmp_path / "index.sqlite3")
+    targets = [("ollama", server.base_url), ("lmstudio", closed)]
+    services = Services(
+        ProviderClient(http), ledger, AppSettings(), KeyStore(environ={}), ToolSettings.in_memory(), targets
+    )
+    made = MainWindow(services)
+    qtbot.addWidget(made)
+    made.show()
+    try:
+        assert made.pages.currentWidget() is made.welcome
+        await _until(lambda: bool(made.welcome.rows))
+        row = made.welcome.rows[0]
+        assert f"Ollama</b> found at :{server.port} — 2 models" in row.label.text()
+        assert row.model_combo.currentText() == "llama3.2:3b"
+        row.model_combo.setCurrentText("qwen3:8b")
+        row.use_button.click()
+        active = made.services.settings.active()
+        assert active is not None
+        assert (active.provider, active.base_url, active.model) == ("ollama", server.base_url, "qwen3:8b")
+        assert made.pages.currentWidget() is made.splitter
+        assert made.controller.session is not None
+        assert "Using Ollama" in made.statusBar().currentMessage()
+        made.composer.submitted.emit("say hello")
+        await _until(lambda: len(server.requests) == 2)
+        await made.controller.wait_idle()
+        assert server.requests[1].json()["model"] == "qwen3:8b"
+    finally:
+        await made.controller.wait_idle()
+        await made.controller.aclose()
+        ledger.close()
+        await http.aclose()
+
+
+async def test_first_run_with_nothing_running_says_what_to_start(
+    tmp_path: Path, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TINY_AGENT_DATA_DIR", str(tmp_path / "data"))
+    closed = _closed_url()
+    http = httpx.AsyncClient(trust_env=False)
+    ledger = connect(tmp_path / "index.sqlite3")
+    targets = [("ollama", closed)]
+    services = Services(
+        ProviderClient(http), ledger, AppSettings(), KeyStore(environ={}), ToolSettings.in_memory(), targets
+    )
+    made = MainWindow(services)
+    qtbot.addWidget(made)
+    opened: list[SettingsRequest] = []
+    made.set_settings_opener(opened.append)
+    try:
+        found = await made.welcome.detect()
+        assert found == []
+        assert "ollama serve" in made.welcome.local_status.text()
+        assert made.welcome.detect_button.isEnabled()
+        made.welcome.cloud_buttons["openrouter"].click()
+        assert opened == [SettingsRequest(add_preset="openrouter")]
+    finally:
+        await made.controller.aclose()
+        ledger.close()
+        await http.aclose()

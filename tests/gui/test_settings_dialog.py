@@ -206,7 +206,8 @@ async def test_fetch_models_uses_the_typed_key_and_fills_the_list(
     await page.fetch_models()
     assert env.calls.seen == [("https://api.openai.com/v1", SECRET, None)]
     assert [page.model_combo.itemText(i) for i in range(page.model_combo.count())] == ["gpt-4.1", "gpt-4.1-mini"]
-    assert page.test_status.text() == "2 models."
+    assert page.test_status.text() == "2 models; gpt-4.1 selected (choose another above)."
+    assert page.model_combo.currentText() == "gpt-4.1"  # a profile without a model gets the first listed
     assert memory_keyring.secrets == {}  # typing a key stores nothing until Save
 
 

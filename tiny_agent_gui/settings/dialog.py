@@ -92,6 +92,18 @@ class SettingsDialog(QDialog):
         """Select a tab (:attr:`PROVIDERS`, :attr:`TOOLS`, :attr:`WORKSPACES`, :attr:`PRICES`)."""
         self.tabs.setCurrentIndex(index)
 
+    def show_provider(self, profile_id: str) -> None:
+        """Open on one provider's settings with its API key field focused (after a 401/403)."""
+        self.show_tab(self.PROVIDERS)
+        self.providers.select(profile_id)
+        self.providers.focus_key()
+
+    def add_provider(self, preset_id: str) -> None:
+        """Open with a new profile for ``preset_id`` added and its API key field focused (the first run)."""
+        self.show_tab(self.PROVIDERS)
+        self.providers.add_profile(preset_id)
+        self.providers.focus_key()
+
     def save(self) -> bool:
         """Apply every staged change; on failure show why, keep the dialog open and return ``False``."""
         staged = AppSettings(

@@ -33,6 +33,7 @@ from tiny_agent_core.providers.profiles import PRESETS, normalize_base_url
 from tiny_agent_core.secrets import KeyStore
 from tiny_agent_core.settings import CUSTOM, AppSettings, ProfileConfig
 from tiny_agent_gui.settings.calls import ProviderCalls
+from tiny_agent_gui.status_bar import plural
 
 __all__ = ["PRESET_ORDER", "ProvidersPage"]
 
@@ -104,14 +105,22 @@ class ProvidersPage(QWidget):
         self.active_button = QPushButton("&Use for new sessions")
         self.active_button.setAccessibleName("Use for new sessions")
 
+        self.empty_hint = QLabel(
+            "No provider yet. Choose a provider type above and press Add: a server on this computer (Ollama, "
+            "LM Studio, llama.cpp, vLLM) needs no key; for a cloud provider paste its API key, then pick a model."
+        )
+        self.empty_hint.setWordWrap(True)
+        self.empty_hint.setAccessibleName("How to add a provider")
+
         left = QVBoxLayout()
-        left.addWidget(list_label)
-        left.addWidget(self.list, 1)
+        left.addWidget(preset_label)
         adding = QHBoxLayout()
-        adding.addWidget(preset_label)
         adding.addWidget(self.preset_combo, 1)
         adding.addWidget(self.add_button)
         left.addLayout(adding)
+        left.addWidget(list_label)
+        left.addWidget(self.list, 1)
+        left.addWidget(self.empty_hint)
         actions = QHBoxLayout()
         actions.addWidget(self.remove_button)
         actions.addWidget(self.active_button)
@@ -128,7 +137,8 @@ class ProvidersPage(QWidget):
         self.fetch_button = QPushButton("&Fetch models")
         self.key_edit = QLineEdit()
         self.key_edit.setEchoMode(QLineEdit.EchoMode.Password)
-        self.forget_button = QPushButton("Forget stored ke&y")
+        self.forget_button = QPushButton("Forget ke&y")
+        self.forget_button.setToolTip("Delete the key stored in the system keyring for this provider (on Save)")
         self.key_status = QLabel()
         self.key_status.setWordWrap(True)
         self.env_edit = QLineEdit()
@@ -186,6 +196,7 @@ class ProvidersPage(QWidget):
             edit.textChanged.connect(self._form_changed)
         self.model_combo.currentTextChanged.connect(self._form_changed)
         self.key_edit.textChanged.connect(self._key_typed)
+        self.key_edit.editingFinished.connect(self._key_entered)
         self.forget_button.clicked.connect(self.forget_key)
         self.fetch_button.clicked.connect(lambda: self._spawn(self.fetch_models()))
         self.test_button.clicked.connect(lambda: self._spawn(self.test_connection()))
@@ -218,7 +229,23 @@ class ProvidersPage(QWidget):
             self._active = profile.id
         self._refresh_list(profile.id)
         (self.url_edit if profile.is_custom else self.model_combo).setFocus()
+        preset = PRESETS.get(preset_id)
+        if preset is not None and not preset.key_required:
+            self._spawn(self.fetch_models())  # a local server needs no key: list its models right away
         return profile
+
+    def select(self, profile_id: str) -> bool:
+        """Show the profile ``profile_id``; whether it exists."""
+        for row in range(self.list.count()):
+            item = self.list.item(row)
+            if item.data(_ID) == profile_id:
+                self.list.setCurrentItem(item)
+                return True
+        return False
+
+    def focus_key(self) -> None:
+        """Put the cursor in the API key field (or, without a keyring, the environment variable field)."""
+        (self.key_edit if self.key_edit.isEnabled() else self.env_edit).setFocus()
 
     def remove_current(self) -> None:
         """Remove the shown profile; its stored key is deleted on save."""
@@ -283,10 +310,27 @@ class ProvidersPage(QWidget):
         finally:
             self.fetch_button.setEnabled(True)
         self._models[profile.id] = models
+        picked = self._pick_model(profile.id, models)
         shown = self.current()
         if shown is not None and shown.id == profile.id:
             self._fill_models(shown)
-        self.test_status.setText(f"{len(models)} models." if models else "The provider listed no models.")
+        if not models:
+            self.test_status.setText("The provider listed no models.")
+        elif picked is not None:
+            self.test_status.setText(f"{plural(len(models), 'model')}; {picked} selected (choose another above).")
+        else:
+            self.test_status.setText(f"{plural(len(models), 'model')}.")
+
+    def _pick_model(self, profile_id: str, models: list[str]) -> str | None:
+        """Choose a model for a profile that has none: the preset's default if listed, else the first."""
+        profile = next((p for p in self._profiles if p.id == profile_id), None)
+        if profile is None or profile.model or not models:
+            return None
+        preset = PRESETS.get(profile.provider)
+        default = preset.default_model if preset is not None else None
+        model = default if default in models else models[0]
+        self._profiles[self._profiles.index(profile)] = replace(profile, model=model)
+        return model
 
     async def test_connection(self) -> None:
         """Test the shown profile with its key; show success or the typed error's message."""
@@ -313,6 +357,11 @@ class ProvidersPage(QWidget):
         return self._key_store.key_for(profile)
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # no event loop runs (a synchronous test): nothing can be fetched
+            coroutine.close()
+            return
         task = asyncio.ensure_future(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -338,6 +387,7 @@ class ProvidersPage(QWidget):
         if self._loading:
             return
         profile = self.current()
+        self.empty_hint.setVisible(not self._profiles)
         self.form.setEnabled(profile is not None)
         self.remove_button.setEnabled(profile is not None)
         self.active_button.setEnabled(profile is not None and profile.id != self._active)
@@ -412,6 +462,12 @@ class ProvidersPage(QWidget):
         item = self.list.currentItem()
         if item is not None:
             item.setText(self._label(updated))
+
+    def _key_entered(self) -> None:
+        """A key was typed for a profile without a model: list the models it gives access to."""
+        profile = self.current()
+        if profile is not None and not profile.model and profile.id in self._keys and profile.id not in self._models:
+            self._spawn(self.fetch_models())
 
     def _key_typed(self, text: str) -> None:
         profile = self.current()

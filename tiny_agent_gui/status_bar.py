@@ -1,0 +1,223 @@
+"""The status bar's words for usage, cost and speed: one definition of "input", unknown shown as "unknown".
+
+"Input" is what the ledger calls input (SPEC §4): prompt tokens that were neither read from nor written to a
+cache. Cache reads ("Cached") and writes sit beside it, never inside it, so ``Input 9.8k · Output 499 · Cached 31k
+(76%) · $0.054`` adds up to what the provider billed; the tooltip spells out every bucket.
+
+:class:`UsageLabel` shows a session's totals. :class:`SpeedLabel` follows the request in flight (``streaming ·
+3.2 s · ≈41 tok/s``, estimated from the text received so far, about four characters a token) and, once the step
+is recorded, the provider-reported figures (``2.1 s · TTFT 0.4 s · 38 tok/s``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from decimal import Decimal
+
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QLabel, QWidget
+
+from tiny_agent_core.usage import Usage
+from tiny_agent_gui.cost.formatting import cost_text, rate_text
+
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "SessionFigures",
+    "SpeedLabel",
+    "UsageLabel",
+    "compact_count",
+    "plural",
+    "step_speed_text",
+    "usage_text",
+    "usage_tooltip",
+]
+
+CHARS_PER_TOKEN = 4.0
+"""The rough size of a token in characters, for the live estimate only (recorded figures are the provider's)."""
+
+
+def plural(count: int, singular: str, plural_form: str | None = None) -> str:
+    """``1 model``, ``2 models``, ``0 models`` (``plural_form`` for irregular words)."""
+    word = singular if count == 1 else (plural_form or f"{singular}s")
+    return f"{count:,} {word}"
+
+
+def compact_count(count: int) -> str:
+    """A token count in few characters: ``499``, ``9.8k``, ``31k``, ``1.2M``."""
+    if count < 1000:
+        return str(count)
+    if count < 10_000:
+        return f"{count / 1000:.1f}k".replace(".0k", "k")
+    if count < 1_000_000:
+        return f"{round(count / 1000)}k"
+    if count < 10_000_000:
+        return f"{count / 1_000_000:.1f}M".replace(".0M", "M")
+    return f"{round(count / 1_000_000)}M"
+
+
+@dataclass(frozen=True)
+class SessionFigures:
+    """What the usage label shows for one session."""
+
+    usage: Usage
+    """Sums of the provider-reported usage facts."""
+    requests: int
+    """Model requests made (steps)."""
+    unknown_usage: int
+    """Requests whose provider reported no usage (not counted in :attr:`usage`)."""
+    cost: Decimal | None
+    """Sum of the known request costs (``None``: none is known)."""
+    unknown_cost: int
+    """Requests whose cost is unknown."""
+    last: Usage | None
+    """The latest request's usage, if known."""
+
+
+def usage_text(figures: SessionFigures) -> str:
+    """``Input 9.8k · Output 499 · Cached 31k (76%) · $0.054``; ``Usage unknown`` when no request reported any."""
+    usage = figures.usage
+    if figures.requests and figures.unknown_usage == figures.requests:
+        return f"Usage unknown · {cost_text(figures.cost, figures.unknown_cost, unknown='cost unknown')}"
+    parts = [f"Input {compact_count(usage.input)}", f"Output {compact_count(usage.output)}"]
+    rate = usage.cache_hit_rate
+    if usage.cache_read or usage.cache_write:
+        cached = f"Cached {compact_count(usage.cache_read)}"
+        if rate is not None:
+            cached += f" ({round(rate * 100)}%)"
+        parts.append(cached)
+    if usage.cache_write:
+        parts.append(f"Cache write {compact_count(usage.cache_write)}")
+    parts.append(cost_text(figures.cost, figures.unknown_cost, unknown="cost unknown"))
+    if figures.unknown_usage:
+        parts.append(f"usage unknown for {plural(figures.unknown_usage, 'request')}")
+    return " · ".join(parts)
+
+
+def usage_tooltip(figures: SessionFigures) -> str:
+    """The breakdown behind :func:`usage_text`, every bucket in full with what it means."""
+    usage = figures.usage
+    last_rate = figures.last.cache_hit_rate if figures.last is not None else None
+    lines = [
+        f"This session: {plural(figures.requests, 'model request')}",
+        f"Input (prompt tokens not read from or written to a cache): {usage.input:,}",
+        f"Cached (prompt tokens read from the provider's cache): {usage.cache_read:,}",
+        f"Cache write (prompt tokens written to the cache): {usage.cache_write:,}",
+        f"Prompt tokens in all: {usage.prompt:,}",
+        f"Output: {usage.output:,}",
+        f"Cache hit rate: {rate_text(usage.cache_hit_rate)} this session, {rate_text(last_rate)} last request",
+        f"Cost: {cost_text(figures.cost, figures.unknown_cost, unknown='unknown')}",
+    ]
+    if figures.unknown_usage:
+        lines.append(f"{plural(figures.unknown_usage, 'request')} reported no usage: unknown, not counted as zero.")
+    lines.append("Figures are the provider's own; nothing is counted locally.")
+    return "\n".join(lines)
+
+
+def _seconds(ms: float) -> str:
+    return f"{ms / 1000:.1f} s"
+
+
+def step_speed_text(latency_ms: float | None, ttft_ms: float | None, output_tokens: int | None) -> str:
+    """``2.1 s · TTFT 0.4 s · 38 tok/s`` for a finished step; missing figures are said to be unknown."""
+    if latency_ms is None:
+        return "Last step: time unknown"
+    parts = [_seconds(latency_ms)]
+    if ttft_ms is not None:
+        parts.append(f"TTFT {_seconds(ttft_ms)}")
+    if output_tokens is None:
+        parts.append("output tokens unknown")
+    else:
+        generating = latency_ms - (ttft_ms or 0.0)
+        if generating > 0 and output_tokens > 0:
+            parts.append(f"{output_tokens / (generating / 1000):.0f} tok/s")
+    return " · ".join(parts)
+
+
+class UsageLabel(QLabel):
+    """The session's usage and cost in words, with a breakdown tooltip."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setAccessibleName("Session usage and cost")
+
+    def show_figures(self, figures: SessionFigures | None) -> None:
+        """Show ``figures`` (``None``: no session, the label is empty)."""
+        if figures is None:
+            self.clear()
+            self.setToolTip("")
+            self.setAccessibleDescription("")
+            return
+        self.setText(usage_text(figures))
+        tip = usage_tooltip(figures)
+        self.setToolTip(tip)
+        self.setAccessibleDescription(tip)
+
+
+class SpeedLabel(QLabel):
+    """Elapsed time and speed of the request in flight, then of the last finished step."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setAccessibleName("Request speed")
+        self._started: float | None = None
+        self._first: float | None = None
+        self._chars = 0
+        self._timer = QTimer(self)
+        self._timer.setInterval(250)
+        self._timer.timeout.connect(self._tick)
+
+    @property
+    def streaming(self) -> bool:
+        """A request is in flight."""
+        return self._started is not None
+
+    def step_started(self) -> None:
+        """A model request was sent: start the clock."""
+        self._started = time.monotonic()
+        self._first = None
+        self._chars = 0
+        self._timer.start()
+        self._tick()
+
+    def received(self, text: str) -> None:
+        """Streamed text (or tool-call arguments) arrived; O(1)."""
+        if self._started is None:
+            return
+        if self._first is None:
+            self._first = time.monotonic()
+        self._chars += len(text)
+
+    def step_finished(self, latency_ms: float | None, ttft_ms: float | None, usage: Usage | None) -> None:
+        """The step is recorded: show the provider-reported timing and output tokens."""
+        self._stop()
+        self.setText(step_speed_text(latency_ms, ttft_ms, usage.output if usage is not None else None))
+        self.setToolTip(
+            "Last model request: total time, time to first token (TTFT) and output tokens per second after the "
+            "first token."
+        )
+
+    def stopped(self) -> None:
+        """The operation ended (a failure or a stop leaves no step figures)."""
+        if self._started is not None:
+            self._stop()
+            self.clear()
+
+    def _stop(self) -> None:
+        self._timer.stop()
+        self._started = None
+
+    def _tick(self) -> None:
+        if self._started is None:
+            return
+        now = time.monotonic()
+        elapsed = now - self._started
+        if self._first is None:
+            self.setText(f"waiting for the first token · {elapsed:.1f} s")
+            return
+        text = f"streaming · {elapsed:.1f} s"
+        generating = now - self._first
+        if generating >= 0.2 and self._chars:
+            text += f" · ≈{self._chars / CHARS_PER_TOKEN / generating:.0f} tok/s"
+        self.setText(text)
+        self.setToolTip("Live estimate from the text received so far (about four characters a token).")
