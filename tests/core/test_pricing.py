@@ -25,6 +25,7 @@ from tiny_agent_core.pricing import (
     Cost,
     PriceOverride,
     price_request,
+    rates_in_use,
 )
 from tiny_agent_core.usage import Usage
 
@@ -221,10 +222,77 @@ def test_usage_none_is_unknown_even_with_an_override_or_a_known_model() -> None:
 
 
 @pytest.mark.parametrize("provider", sorted(LOCAL_PROVIDERS))
-def test_local_server_without_override_is_unknown(provider: str) -> None:
-    cost = price(provider, "llama3.1:8b", Usage(1000, 100))
-    assert_unknown(cost)
-    assert cost.detail.startswith("local server: no price")
+def test_local_server_without_override_is_local_no_api_charge(provider: str) -> None:
+    for usage in (Usage(1000, 100), None):
+        cost = price(provider, "llama3.1:8b", usage)
+        assert (cost.amount, cost.source) == (Decimal(0), "local")
+        assert cost.detail.startswith("local — no API charge")
+
+
+def test_a_profile_with_a_local_base_url_is_local_whatever_its_id() -> None:
+    assert price("custom", "smollm2", Usage(10, 10), local=True).source == "local"
+    assert price("custom", "smollm2", Usage(10, 10)).source is None
+    overrides = {("custom", WILDCARD_MODEL): PriceOverride(Decimal(1), Decimal(2))}
+    cost = price("custom", "smollm2", Usage(1_000_000, 1_000_000), local=True, overrides=overrides)
+    assert (cost.amount, cost.source) == (Decimal(3), "override")
+
+
+@pytest.mark.parametrize("status", [401, 429, 500])
+def test_a_failed_request_without_usage_is_not_billed(status: int) -> None:
+    cost = price("openai", "gpt-4o", None, http_status=status)
+    assert (cost.amount, cost.source) == (Decimal(0), "not_billed")
+    assert f"HTTP {status}" in cost.detail
+
+
+def test_a_failed_request_with_usage_or_a_provider_figure_is_priced() -> None:
+    with_usage = price("openai", "gpt-4o", Usage(1_000_000, 0), http_status=500)
+    expected = rate(table_prices("openai", "gpt-4o"), "input_mtok")
+    assert (with_usage.amount, with_usage.source) == (expected, "price_table")
+    figure = price("openrouter", "x", None, http_status=429, provider_cost=Decimal("0.01"))
+    assert (figure.amount, figure.source) == (Decimal("0.01"), "provider")
+    assert price("openai", "gpt-4o", None, http_status=200).source is None
+
+
+@pytest.mark.parametrize(
+    ("provider", "model"),
+    [("openai", "gpt-4o"), ("openai", "gpt-4o-mini"), ("openrouter", "openai/gpt-4o"), ("deepseek", "deepseek-chat")],
+)
+def test_fast_table_arithmetic_equals_the_packages_own_calculation(provider: str, model: str) -> None:
+    from genai_prices import Usage as TableUsage
+
+    prices = table_prices(provider, model)
+    for usage in (Usage(0, 0), Usage(1, 2, 3, 4), Usage(123_457, 6789, 1011, 17), Usage(10**9, 10**8, 10**7, 0)):
+        table_usage = TableUsage(
+            input_tokens=usage.prompt,
+            output_tokens=usage.output,
+            cache_read_tokens=usage.cache_read,
+            cache_write_tokens=usage.cache_write,
+        )
+        assert price(provider, model, usage).amount == prices.calc_price(table_usage)["total_price"]
+
+
+def test_rates_in_use_say_where_each_rate_comes_from() -> None:
+    table = rates_in_use("openai", "gpt-4o", at=AT)
+    prices = table_prices("openai", "gpt-4o")
+    assert (table.source, table.input, table.output) == ("price_table", prices.input_mtok, prices.output_mtok)
+    assert table.cache_read == prices.cache_read_mtok
+    overrides = {("openai", WILDCARD_MODEL): PriceOverride(Decimal(1), Decimal(2), Decimal("0.5"))}
+    override = rates_in_use("openai", "gpt-4o", overrides)
+    assert (override.source, override.input, override.cache_read, override.cache_write) == (
+        "override",
+        Decimal(1),
+        Decimal("0.5"),
+        None,
+    )
+    assert "openai *" in override.detail
+    assert rates_in_use("ollama", "llama3").source == "local"
+    assert rates_in_use("custom", "x", local=True).source == "local"
+    unknown = rates_in_use("openrouter", "nobody/nothing")
+    assert (unknown.source, unknown.input) == (None, None)
+    assert "no price" in unknown.detail
+    tiered_rates = rates_in_use("openrouter", "anthropic/claude-sonnet-4.5", at=AT)
+    assert tiered_rates.source == "price_table"
+    assert "tiered" in tiered_rates.detail
 
 
 @pytest.mark.parametrize("provider", sorted(LOCAL_PROVIDERS))

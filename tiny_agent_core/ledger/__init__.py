@@ -4,7 +4,9 @@ Open it with :func:`connect` (WAL, foreign keys, migrations applied; the index i
 replaced by one rebuilt from the session files and :attr:`IndexConnection.recovery` says so); keep it current with
 :func:`scan_workspace` / :func:`index_session_file`; list with :func:`list_sessions`; as the agent commits a
 request, :func:`record_attempt` (no file read), then :func:`record_live` and :func:`add_raw_capture` for what
-only the live request knows; recreate everything derivable with :func:`rebuild`.
+only the live request knows; recreate everything derivable with :func:`rebuild`. Every cost is priced again
+whenever its row is written (:mod:`~tiny_agent_core.ledger.repricing`; :func:`refresh_prices` applies changed
+overrides), so a rebuilt index keeps them; cost reports are in :mod:`~tiny_agent_core.ledger.costs`.
 The schema is documented in :mod:`tiny_agent_core.ledger.migrations`.
 """
 
@@ -31,6 +33,7 @@ from tiny_agent_core.ledger.index import (
 )
 from tiny_agent_core.ledger.paths import data_dir, database_path, default_workspace, sessions_dir
 from tiny_agent_core.ledger.rebuild import RebuildReport, rebuild
+from tiny_agent_core.ledger.repricing import refresh_prices
 from tiny_agent_core.ledger.requests import (
     Cost,
     CostSource,
@@ -78,6 +81,7 @@ __all__ = [
     "record_attempt",
     "record_live",
     "redact",
+    "refresh_prices",
     "replace_damaged",
     "scan_workspace",
     "session_requests",

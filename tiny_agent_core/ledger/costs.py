@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tiny_agent_core.ledger.index import resolve_workspace
-from tiny_agent_core.ledger.requests import decimal_from_text
+from tiny_agent_core.ledger.totals import decimal_from_text
 from tiny_agent_core.usage import Usage
 
 UNKNOWN = "unknown"

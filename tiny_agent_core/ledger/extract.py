@@ -9,6 +9,7 @@ request whose usage is the sum of the usage facts that name its attempt id (none
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,9 @@ from tiny_agent_core.usage import Usage
 
 TITLE_MAX = 80
 """Longest title kept in the index (characters, an ellipsis included)."""
+
+_HTTP_STATUS = re.compile(r"HTTP ([1-5][0-9][0-9])\b")
+"""How a provider's HTTP error starts its message (:func:`tiny_agent_core.providers.openai_chat.http_error`)."""
 
 CONTENT_MAX = 200_000
 """Most characters of a session's searchable text kept in the index (the rest is not searchable)."""
@@ -40,6 +44,8 @@ class RequestFacts:
     outcome: str = "open"
     """'open' | 'settled' | 'failed' | 'superseded'."""
     finished_at: int | None = None
+    http_status: int | None = None
+    """The HTTP status a failed attempt's ``stepFailed`` message names (``HTTP 429: …``), else ``None``."""
 
 
 @dataclass(slots=True)
@@ -227,6 +233,8 @@ class _Walker:
                 failed.outcome = "failed"
                 failed.error_code = record["error"]["code"]
                 failed.finished_at = timestamp
+                status = _HTTP_STATUS.match(record["error"].get("message", ""))
+                failed.http_status = int(status.group(1)) if status else None
         elif kind == "toolStarted":
             tool = ToolFacts(
                 tool_started_id=fact_id,
@@ -238,5 +246,5 @@ class _Walker:
             )
             self.tools[fact_id] = tool
             out.tools.append(tool)
-        elif kind == "operationFinished":
+        elif kind == "operationFinished" and record.get("operationKind", "run") == "run":
             out.last_outcome = record["outcome"]

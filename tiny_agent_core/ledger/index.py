@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from tiny_agent_core.errors import LedgerError, SessionCorruption
+from tiny_agent_core.ledger import sidecar
 from tiny_agent_core.ledger.extract import RequestFacts, SessionFacts, extract_session
 from tiny_agent_core.ledger.paths import sessions_dir
-from tiny_agent_core.ledger.requests import decimal_from_text, refresh_request_totals
+from tiny_agent_core.ledger.repricing import refresh_prices, reprice_request, reprice_session
+from tiny_agent_core.ledger.totals import decimal_from_text
 from tiny_agent_core.ledger.transactions import transaction
 from tiny_agent_core.usage import Usage
 
@@ -152,10 +154,13 @@ _REQUEST_COLUMNS = (
     "outcome",
     "started_at",
     "finished_at",
+    "http_status",
 )
 _UPSERT_REQUEST = (
     f"INSERT INTO requests ({', '.join(_REQUEST_COLUMNS)}) VALUES ({', '.join('?' * len(_REQUEST_COLUMNS))}) "
-    "ON CONFLICT(attempt_id) DO UPDATE SET " + ", ".join(f"{name} = excluded.{name}" for name in _REQUEST_COLUMNS[1:])
+    "ON CONFLICT(attempt_id) DO UPDATE SET "
+    + ", ".join(f"{name} = excluded.{name}" for name in _REQUEST_COLUMNS[1:-1])
+    + ", http_status = coalesce(requests.http_status, excluded.http_status)"  # the live status, else the file's
 )
 _UPSERT_SESSION = (
     f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES ({', '.join('?' * 23)}) ON CONFLICT(id) DO UPDATE SET "
@@ -183,6 +188,7 @@ def _request_row(session_id: str, provider: str, request: RequestFacts) -> tuple
         request.outcome,
         request.started_at,
         request.finished_at,
+        request.http_status,
     )
 
 
@@ -191,7 +197,8 @@ def record_attempt(conn: sqlite3.Connection, session_id: str, request: RequestFa
 
     The live path's O(1) alternative to :func:`index_session_file`: call it after committing a ``stepAttempt``
     (and again after its closing facts), then :func:`~tiny_agent_core.ledger.requests.record_live`. The session's
-    token totals catch up at the next scan (the file changed); its request counts and cost are refreshed now.
+    token totals catch up at the next scan (the file changed); the request is priced and the session's request
+    counts and cost are refreshed now.
     Raises ``LedgerError`` when the session is not indexed.
     """
     with transaction(conn):
@@ -199,7 +206,7 @@ def record_attempt(conn: sqlite3.Connection, session_id: str, request: RequestFa
         if row is None:
             raise LedgerError(f"Session {session_id} is not in the index; index its file first.")
         conn.execute(_UPSERT_REQUEST, _request_row(session_id, str(row[0]), request))
-        refresh_request_totals(conn, session_id)
+        reprice_request(conn, request.attempt_id)
 
 
 def write_session(
@@ -207,7 +214,8 @@ def write_session(
 ) -> None:
     """Replace everything derivable about one session file (call inside a transaction).
 
-    Live-only request columns and captures of attempts still in the file are kept; requests and tool timings
+    Live-only request columns and captures of attempts still in the file are kept, the cost side file's
+    provider figures and locality are merged in, and every request is priced again; requests and tool timings
     that are no longer in the file are removed; the searchable text (``session_text``) is replaced.
     """
     conn.execute("DELETE FROM sessions WHERE path = ? AND id <> ?", (str(path), facts.id))
@@ -249,6 +257,14 @@ def write_session(
     ]
     conn.executemany("DELETE FROM requests WHERE attempt_id = ?", [(attempt_id,) for attempt_id in stale])
     conn.executemany(_UPSERT_REQUEST, [_request_row(facts.id, facts.provider, r) for r in facts.requests])
+    kept = [(attempt_id, live) for attempt_id, live in sidecar.read(path).items() if attempt_id in keep]
+    conn.executemany(
+        "UPDATE requests SET provider_cost = coalesce(?, provider_cost), local = max(local, ?) WHERE attempt_id = ?",
+        [
+            (None if live.provider_cost is None else format(live.provider_cost, "f"), int(live.local), attempt_id)
+            for attempt_id, live in kept
+        ],
+    )
     conn.execute(
         "INSERT INTO session_text (session_id, body) VALUES (?, ?) "
         "ON CONFLICT(session_id) DO UPDATE SET body = excluded.body WHERE body <> excluded.body",
@@ -274,7 +290,7 @@ def write_session(
             for tool in facts.tools
         ],
     )
-    refresh_request_totals(conn, facts.id)
+    reprice_session(conn, facts.id)
 
 
 def _index_file(
@@ -299,10 +315,12 @@ def _index_file(
 
 
 def scan_workspace(conn: sqlite3.Connection, workspace: Path, *, force: bool = False) -> ScanReport:
-    """Bring a workspace's rows up to date with its session files (``force``: re-read every file).
+    """Bring a workspace's rows up to date with its session files (``force``: re-read every file), after bringing
+    the stored costs in line with the settings' price overrides (:func:`~.repricing.refresh_prices`).
 
     A folder without ``.tiny-agent/sessions`` that the index does not know yet is not added to it.
     """
+    refresh_prices(conn)
     report = ScanReport()
     resolved = resolve_workspace(workspace)
     folder = sessions_dir(resolved)

@@ -18,20 +18,20 @@ Schema (all times are integer milliseconds since the Unix epoch, UTC; money is `
     never scanned).
 ``sessions`` (one row per valid session file; derivable from the JSONL, except the cost columns which are
     recomputed from ``requests``)
-    ``id`` TEXT PK, the header's session UUIDv7; ``workspace_id`` FK → workspaces (cascade); ``path`` TEXT
-    UNIQUE, the absolute file path; ``title``, the first user message with whitespace collapsed, at most 80
-    characters ('' before the first message); ``created_at`` (header ``createdAt``); ``updated_at`` (last fact
-    timestamp, else ``created_at``); ``provider`` (header); ``model`` (the last step's configuration model, else
-    the header's); ``operation`` 'idle' | 'run' | 'compaction', the open operation when the file was indexed (a
-    non-idle session that nobody has open needs recovery); ``abort_requested`` 0/1 for that operation;
-    ``last_outcome`` 'completed' | 'aborted' | 'failed' of the last finished operation or NULL; ``facts``, the
-    number of facts; ``input_tokens`` / ``output_tokens`` / ``cache_read_tokens`` / ``cache_write_tokens``, the
-    sums of every usage fact (model attempts and tools), so known usage only; ``requests``, the number of
-    physical model requests (step attempts); ``usage_unknown_requests``, how many of them have no usage fact
-    (their tokens are not in the sums); ``cost_total`` TEXT Decimal, the sum of the known request costs, NULL
-    when no request has a known cost (it is '0' only for a session without requests); ``cost_unknown_requests``,
-    how many requests have no known cost; ``file_size`` / ``file_mtime_ns``, the file's stat when indexed (an
-    unchanged file is not re-read); ``indexed_at``.
+    ``id`` TEXT PK, the header's session UUIDv7; ``workspace_id`` FK → workspaces (cascade); ``path`` TEXT UNIQUE,
+    the absolute file path; ``title``, the first user message with whitespace collapsed, at most 80 characters (''
+    before the first message); ``created_at`` (header ``createdAt``); ``updated_at`` (last fact timestamp, else
+    ``created_at``); ``provider`` (header); ``model`` (the last step's configuration model, else the header's);
+    ``operation`` 'idle' | 'run' | 'compaction', the open operation when the file was indexed (a non-idle session
+    that nobody has open needs recovery); ``abort_requested`` 0/1 for that operation; ``last_outcome`` 'completed' |
+    'aborted' | 'failed' of the last finished run (compactions aside) or NULL; ``facts``, the number of facts;
+    ``input_tokens`` / ``output_tokens`` / ``cache_read_tokens`` / ``cache_write_tokens``, the sums of every usage
+    fact (model attempts and tools), so known usage only; ``requests``, the number of physical model requests (step
+    attempts); ``usage_unknown_requests``, how many of them have no usage fact (their tokens are not in the sums);
+    ``cost_total`` TEXT Decimal, the sum of the known request costs, NULL when no request has a known cost (it is
+    '0' only for a session without requests); ``cost_unknown_requests``, how many requests have no known cost;
+    ``file_size`` / ``file_mtime_ns``, the file's stat when indexed (an unchanged file is not re-read);
+    ``indexed_at``.
 ``requests`` (one row per physical model request; keyed by the ``stepAttempt`` attempt id)
     Derivable from the JSONL (rewritten by every re-index and rebuild): ``attempt_id`` TEXT PK; ``session_id``
     FK → sessions (cascade); ``operation_id``; ``step_id``; ``attempt`` 1 | 2; ``step_kind`` 'assistant' |
@@ -41,14 +41,22 @@ Schema (all times are integer milliseconds since the Unix epoch, UTC; money is `
     ``stepFailed`` code, e.g. 'model_error', 'aborted'); ``outcome`` 'open' | 'settled' | 'failed' |
     'superseded' (attempt 1 replaced by attempt 2); ``started_at`` (``stepAttempt`` timestamp);
     ``finished_at`` (timestamp of the closing fact, NULL while open).
+    Priced at every (re-)index (m004, :mod:`tiny_agent_core.ledger.repricing`): ``cost`` TEXT Decimal (NULL =
+    unknown); ``cost_source`` 'provider' | 'price_table' | 'override' | 'not_billed' | 'local' (NULL exactly when
+    ``cost`` is NULL; 'not_billed' and 'local' have cost '0'); ``price_data_version`` (the price table's data
+    version when ``cost_source`` is 'price_table'); ``cache_savings`` TEXT Decimal (m004: what the cache reads
+    saved against uncached input at the same model's rates; '0' without cache reads; NULL when those rates are
+    unknown).
     Live-only (written by the agent as the request happens, kept across re-index and rebuild while the attempt
-    id still exists in the file): ``cost`` TEXT Decimal (NULL = unknown); ``cost_source`` 'provider' |
-    'price_table' | 'override' (NULL exactly when ``cost`` is NULL); ``price_data_version`` (the price table's
-    data version when ``cost_source`` is 'price_table'); ``response_model`` (the model the provider says
-    answered); ``latency_ms`` (request sent → response complete); ``ttft_ms`` (request sent → first token);
-    ``http_status``; ``error_kind`` (the :class:`~tiny_agent_core.errors.ProviderError` ``kind``);
-    ``dialect_repairs`` (JSON array text of the seam's repairs, NULL = none recorded); ``dropped_fields`` (m003:
-    JSON array text of the provider-only fields the seam dropped, e.g. ``message.reasoning``; NULL = not recorded).
+    id still exists in the file; ``provider_cost`` and ``local`` also in the session's cost side file, see
+    :mod:`tiny_agent_core.ledger.sidecar`, so they survive a deleted index): ``provider_cost`` TEXT Decimal (m004:
+    the provider's own figure, e.g. OpenRouter ``usage.cost``); ``local`` 0/1 (m004: the request went to a
+    server on this machine or the local network); ``response_model`` (the model the provider says answered);
+    ``latency_ms`` (request sent → response complete); ``ttft_ms`` (request sent → first token);
+    ``http_status`` (also derived, m004, from a ``stepFailed`` message ``HTTP <status>: …``); ``error_kind`` (the
+    :class:`~tiny_agent_core.errors.ProviderError` ``kind``); ``dialect_repairs`` (JSON array text of the seam's
+    repairs, NULL = none recorded); ``dropped_fields`` (m003: JSON array text of the provider-only fields the
+    seam dropped, e.g. ``message.reasoning``; NULL = not recorded).
 ``raw_captures`` (live-only)
     ``id`` INTEGER PK; ``attempt_id`` FK → requests (cascade); ``captured_at``; ``body``, the redacted JSON
     text of the exchange (request body, status, kept headers, response body or SSE text; no credentials), at
@@ -64,6 +72,10 @@ Schema (all times are integer milliseconds since the Unix epoch, UTC; money is `
     ``body``, the text of the user and assistant messages and the tool calls' names and arguments, in order,
     whitespace collapsed, one message per line, at most :data:`~tiny_agent_core.ledger.extract.CONTENT_MAX`
     characters.
+``pricing_inputs`` (m004: one row, what the stored costs were priced with)
+    ``id`` 1; ``overrides`` JSON text of the user's price overrides (``[[provider, model, input, output,
+    cache_read, cache_write], …]``, rates as decimal strings or null), compared with the settings before a cost
+    is read and re-applied when they changed.
 ``session_text_fts`` (m002)
     An FTS5 index over ``session_text.body`` (external content, ``trigram`` tokenizer, case-insensitive), kept
     in step by triggers: a quoted phrase query of three or more characters finds every body containing it.
@@ -81,9 +93,9 @@ from tiny_agent_core.errors import LedgerError, LedgerVersionError
 SCHEMA_MAJOR = 1
 """Incompatible schema generation; a database with a larger major is refused."""
 
-SCHEMA_MINOR = 2
+SCHEMA_MINOR = 3
 """Compatible revision within the major; a larger minor from a newer app is accepted (1: ``session_text``;
-2: ``requests.dropped_fields``)."""
+2: ``requests.dropped_fields``; 3: recomputable costs)."""
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -271,6 +283,94 @@ def m002_session_text(conn: sqlite3.Connection) -> None:
 def m003_dropped_fields(conn: sqlite3.Connection) -> None:
     """``requests.dropped_fields``: what the normalization seam removed from each response, for the inspector."""
     _execute_all(conn, ["ALTER TABLE requests ADD COLUMN dropped_fields TEXT"])
+
+
+_REQUESTS_V4 = """
+    CREATE TABLE requests (
+        attempt_id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        operation_id TEXT NOT NULL,
+        step_id TEXT NOT NULL,
+        attempt INTEGER NOT NULL CHECK (attempt IN (1, 2)),
+        step_kind TEXT NOT NULL CHECK (step_kind IN ('assistant', 'compaction')),
+        provider TEXT NOT NULL,
+        model TEXT NOT NULL,
+        input_tokens INTEGER,
+        output_tokens INTEGER,
+        cache_read_tokens INTEGER,
+        cache_write_tokens INTEGER,
+        stop_reason TEXT,
+        error_code TEXT,
+        outcome TEXT NOT NULL CHECK (outcome IN ('open', 'settled', 'failed', 'superseded')),
+        started_at INTEGER NOT NULL,
+        finished_at INTEGER,
+        cost TEXT,
+        cost_source TEXT CHECK (cost_source IN ('provider', 'price_table', 'override', 'not_billed', 'local')),
+        price_data_version TEXT,
+        response_model TEXT,
+        latency_ms INTEGER,
+        ttft_ms INTEGER,
+        http_status INTEGER,
+        error_kind TEXT,
+        dialect_repairs TEXT,
+        dropped_fields TEXT,
+        provider_cost TEXT,
+        local INTEGER NOT NULL DEFAULT 0 CHECK (local IN (0, 1)),
+        cache_savings TEXT,
+        CHECK ((cost IS NULL) = (cost_source IS NULL)),
+        CHECK ((input_tokens IS NULL) = (output_tokens IS NULL)
+               AND (input_tokens IS NULL) = (cache_read_tokens IS NULL)
+               AND (input_tokens IS NULL) = (cache_write_tokens IS NULL))
+    )
+"""
+
+
+@migration
+def m004_recomputable_cost(conn: sqlite3.Connection) -> None:
+    """Costs priced at every index from the session files (new sources ``not_billed`` and ``local``), the provider's
+    own figure and locality kept apart, cache savings, and ``pricing_inputs``; every session is re-read once.
+
+    SQLite cannot change a CHECK constraint in place, so ``requests`` is rebuilt; ``raw_captures`` references it,
+    so its rows are set aside and put back (dropping ``requests`` would cascade into them). A provider-sourced
+    cost becomes ``provider_cost``; every other cost is recomputed by the next scan (``file_size = -1``).
+    """
+    columns = (
+        "attempt_id, session_id, operation_id, step_id, attempt, step_kind, provider, model, input_tokens, "
+        "output_tokens, cache_read_tokens, cache_write_tokens, stop_reason, error_code, outcome, started_at, "
+        "finished_at, cost, cost_source, price_data_version, response_model, latency_ms, ttft_ms, http_status, "
+        "error_kind, dialect_repairs, dropped_fields"
+    )
+    _execute_all(
+        conn,
+        [
+            "CREATE TEMP TABLE raw_captures_kept AS SELECT * FROM raw_captures",
+            "DROP TABLE raw_captures",
+            "ALTER TABLE requests RENAME TO requests_v3",
+            _REQUESTS_V4,
+            f"INSERT INTO requests ({columns}, provider_cost) SELECT {columns}, "
+            "CASE WHEN cost_source = 'provider' THEN cost END FROM requests_v3",
+            "DROP TABLE requests_v3",
+            "CREATE INDEX requests_by_session ON requests (session_id, started_at)",
+            "CREATE INDEX requests_by_model ON requests (model, started_at)",
+            "CREATE INDEX requests_by_time ON requests (started_at)",
+            """
+            CREATE TABLE raw_captures (
+                id INTEGER PRIMARY KEY,
+                attempt_id TEXT NOT NULL REFERENCES requests(attempt_id) ON DELETE CASCADE,
+                captured_at INTEGER NOT NULL,
+                body TEXT NOT NULL,
+                truncated INTEGER NOT NULL CHECK (truncated IN (0, 1)),
+                original_size INTEGER NOT NULL
+            )
+            """,
+            "INSERT INTO raw_captures SELECT * FROM raw_captures_kept",
+            "DROP TABLE raw_captures_kept",
+            "CREATE INDEX raw_captures_by_attempt ON raw_captures (attempt_id)",
+            "CREATE TABLE pricing_inputs (id INTEGER PRIMARY KEY CHECK (id = 1), overrides TEXT NOT NULL)",
+            "INSERT INTO pricing_inputs (id, overrides) VALUES (1, '[]')",
+            "UPDATE sessions SET file_size = -1",
+        ],
+    )
 
 
 def _read_user_version(conn: sqlite3.Connection) -> int:

@@ -1,9 +1,11 @@
 """One ledger row per physical model request: usage, cost and where it came from, timings, captures (SPEC §4).
 
-The JSONL session file is the source of truth for what is derivable (attempt, model, usage facts, outcome); the
-agent adds what only the live request knows (:class:`LiveRequest`: cost, latency, time to first token, HTTP
-status, dialect repairs, the raw capture). Live data survives re-indexing and ``index rebuild`` as long as the
-attempt id is still in the session file.
+The JSONL session file is the source of truth for what is derivable (attempt, model, usage facts, outcome), and
+the cost is priced from it again at every index (:mod:`tiny_agent_core.ledger.repricing`); the agent adds what
+only the live request knows (:class:`LiveRequest`: the provider's own cost figure, whether the server was local,
+latency, time to first token, HTTP status, dialect repairs, the raw capture). Live data survives re-indexing and
+``index rebuild`` as long as the attempt id is still in the session file; the provider's figure and locality
+also survive a deleted index (:mod:`tiny_agent_core.ledger.sidecar`).
 
 Unknown is never zero: a request without usage has ``NULL`` token columns and a request without a known cost a
 ``NULL`` cost; session totals count such requests instead of adding 0. Money is :class:`decimal.Decimal`, stored
@@ -13,22 +15,30 @@ as its exact string.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import sqlite3
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation, localcontext
+from decimal import Decimal
+from pathlib import Path
 from typing import Any, Literal, get_args
 
 from tiny_agent_core.errors import LedgerError
+from tiny_agent_core.ledger import sidecar
+from tiny_agent_core.ledger.repricing import reprice_request
+from tiny_agent_core.ledger.totals import decimal_from_text
 from tiny_agent_core.ledger.transactions import transaction
 from tiny_agent_core.usage import Usage
 
-CostSource = Literal["provider", "price_table", "override"]
-"""Where a cost came from: the provider's own figure, a price-table computation, or the user's override."""
+CostSource = Literal["provider", "price_table", "override", "not_billed", "local"]
+"""Where a cost came from: the provider's own figure, a price-table computation, the user's override, a failed
+request no provider bills (0), or a local server without an API charge (0)."""
 
 COST_SOURCES: tuple[str, ...] = get_args(CostSource)
+
+_log = logging.getLogger(__name__)
 
 CAPTURE_LIMIT = 256 * 1024
 """Largest raw capture body stored, in UTF-8 bytes of redacted JSON text."""
@@ -78,7 +88,8 @@ class LiveRequest:
 
     attempt_id: str
     cost: Cost | None = None
-    """``None`` = unknown (never shown as $0)."""
+    """What the agent priced. Only a ``provider`` figure and a ``local`` request are kept (as the provider's figure
+    and the request's locality); every other cost is priced by the ledger itself, as a rebuild would."""
     response_model: str | None = None
     latency_ms: int | None = None
     ttft_ms: int | None = None
@@ -86,9 +97,9 @@ class LiveRequest:
     error_kind: str | None = None
     """:attr:`tiny_agent_core.errors.ProviderError.kind` of a failed request."""
     dialect_repairs: Sequence[str] | None = None
+    """Names of the seam's dialect repairs; ``None`` = not recorded."""
     dropped_fields: Sequence[str] | None = None
     """Provider-only fields the seam dropped (e.g. ``message.reasoning``); ``None`` = not recorded."""
-    """Names of the seam's dialect repairs; ``None`` = not recorded."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,27 +131,23 @@ class RequestRow:
     """Provider-only fields the seam dropped (m003); ``None`` when not recorded."""
 
 
-def decimal_from_text(text: str) -> Decimal:
-    """Parse a stored money string; raises ``LedgerError`` if the database holds something else."""
-    try:
-        value = Decimal(text)
-    except (InvalidOperation, TypeError):
-        raise LedgerError(f"The index database holds an invalid amount: {text!r}.") from None
-    return value
-
-
 def record_live(conn: sqlite3.Connection, live: LiveRequest) -> None:
-    """Store the live-only facts of a request whose attempt is already indexed, then refresh its session's cost.
+    """Store the live-only facts of a request whose attempt is already indexed, then price it again and refresh its
+    session's cost.
 
     Only the fields that are not ``None`` are written (a later call can add the cost to an earlier call's
-    timings). Raises ``LedgerError`` when the attempt id is not in the index: index the session file first
+    timings). A provider figure or a local request is also appended to the session's cost side file (a failure
+    to write it is logged, not raised: the row has it). Raises
+    ``LedgerError`` when the attempt id is not in the index: index the session file first
     (:func:`tiny_agent_core.ledger.index.index_session_file`).
     """
     columns: dict[str, Any] = {}
-    if live.cost is not None:
-        columns["cost"] = str(live.cost.amount)
-        columns["cost_source"] = live.cost.source
-        columns["price_data_version"] = live.cost.price_data_version
+    provider_cost = live.cost.amount if live.cost is not None and live.cost.source == "provider" else None
+    local = live.cost is not None and live.cost.source == "local"
+    if provider_cost is not None:
+        columns["provider_cost"] = format(provider_cost, "f")
+    if local:
+        columns["local"] = 1
     for name in ("response_model", "latency_ms", "ttft_ms", "http_status", "error_kind"):
         value = getattr(live, name)
         if value is not None:
@@ -150,7 +157,10 @@ def record_live(conn: sqlite3.Connection, live: LiveRequest) -> None:
     if live.dropped_fields is not None:
         columns["dropped_fields"] = json.dumps(list(live.dropped_fields))
     with transaction(conn):
-        row = conn.execute("SELECT session_id FROM requests WHERE attempt_id = ?", (live.attempt_id,)).fetchone()
+        row = conn.execute(
+            "SELECT s.path FROM requests AS r JOIN sessions AS s ON s.id = r.session_id WHERE r.attempt_id = ?",
+            (live.attempt_id,),
+        ).fetchone()
         if row is None:
             raise LedgerError(f"Request {live.attempt_id} is not in the index; index its session first.")
         if columns:
@@ -159,33 +169,12 @@ def record_live(conn: sqlite3.Connection, live: LiveRequest) -> None:
                 f"UPDATE requests SET {assignments} WHERE attempt_id = ?",
                 (*columns.values(), live.attempt_id),
             )
-        refresh_request_totals(conn, str(row[0]))
-
-
-def refresh_request_totals(conn: sqlite3.Connection, session_id: str) -> None:
-    """Recompute a session's request counts and its exact (Decimal) cost total from its ``requests`` rows."""
-    known: list[Decimal] = []
-    count = unknown_cost = unknown_usage = 0
-    for cost, input_tokens in conn.execute(
-        "SELECT cost, input_tokens FROM requests WHERE session_id = ?", (session_id,)
-    ):
-        count += 1
-        unknown_usage += input_tokens is None
-        if cost is None:
-            unknown_cost += 1
-        else:
-            known.append(decimal_from_text(cost))
-    if known:
-        with localcontext() as context:
-            context.prec = 60  # far beyond any realistic sum: addition stays exact
-            total: str | None = str(sum(known, Decimal(0)))
-    else:
-        total = "0" if unknown_cost == 0 else None
-    conn.execute(
-        "UPDATE sessions SET requests = ?, usage_unknown_requests = ?, cost_total = ?, cost_unknown_requests = ? "
-        "WHERE id = ?",
-        (count, unknown_usage, total, unknown_cost, session_id),
-    )
+        reprice_request(conn, live.attempt_id)
+    if provider_cost is not None or local:
+        try:
+            sidecar.append(Path(row[0]), live.attempt_id, provider_cost=provider_cost, local=local)
+        except OSError as error:  # the ledger row has it; only a deleted index would lose it
+            _log.warning("could not keep the cost of request %s beside its session: %s", live.attempt_id, error)
 
 
 def _row(values: Mapping[str, Any]) -> RequestRow:

@@ -16,6 +16,7 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The data folder of the test (the override wins over XDG_DATA_HOME and the platform default)."""
     folder = tmp_path / "data"
     monkeypatch.setenv("TINY_AGENT_DATA_DIR", str(folder))
+    monkeypatch.setenv("TINY_AGENT_CONFIG_DIR", str(tmp_path / "config"))  # price overrides: none unless a test sets
     return folder
 
 

@@ -67,7 +67,11 @@ EXPECTED_COLUMNS = {
         "error_kind",
         "dialect_repairs",
         "dropped_fields",
+        "provider_cost",
+        "local",
+        "cache_savings",
     ],
+    "pricing_inputs": ["id", "overrides"],
     "raw_captures": ["id", "attempt_id", "captured_at", "body", "truncated", "original_size"],
     "tool_timings": [
         "tool_started_id",
@@ -89,7 +93,7 @@ EXPECTED_COLUMNS = {
     "session_text_fts_idx": ["segid", "term", "pgno"],
 }
 
-APPLIED = ["m001_initial", "m002_session_text", "m003_dropped_fields"]
+APPLIED = ["m001_initial", "m002_session_text", "m003_dropped_fields", "m004_recomputable_cost"]
 
 EXPECTED_INDEXES = {
     "sessions_by_workspace_newest",
@@ -97,6 +101,7 @@ EXPECTED_INDEXES = {
     "sessions_by_title",
     "requests_by_session",
     "requests_by_model",
+    "requests_by_time",
     "raw_captures_by_attempt",
     "tool_timings_by_session",
     "tool_timings_by_name",
@@ -128,7 +133,7 @@ def test_unknown_usage_and_cost_columns_are_nullable(conn: sqlite3.Connection) -
 def test_migrations_are_recorded_in_order_and_idempotent(conn: sqlite3.Connection) -> None:
     assert m.applied_migrations(conn) == APPLIED
     assert [fn.__name__ for fn in m.MIGRATIONS] == APPLIED
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == m.user_version() == 1 << 16 | 2
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == m.user_version() == 1 << 16 | 3
     assert m.migrate(conn) == []
     again = connect()
     try:
@@ -205,11 +210,11 @@ def test_migration_names_must_be_sequential() -> None:
     def m009_skipped(conn: sqlite3.Connection) -> None:
         raise AssertionError
 
-    def m004BadName(conn: sqlite3.Connection) -> None:
+    def m005BadName(conn: sqlite3.Connection) -> None:
         raise AssertionError
 
-    for fn in (m009_skipped, m004BadName):
-        with pytest.raises(ValueError, match="must be named m004_"):
+    for fn in (m009_skipped, m005BadName):
+        with pytest.raises(ValueError, match="must be named m005_"):
             m.migration(fn)
     assert len(m.MIGRATIONS) == len(APPLIED)
 
@@ -226,3 +231,43 @@ def test_failed_migration_rolls_back_and_is_not_recorded(
         m.migrate(conn)
     assert m.applied_migrations(conn) == APPLIED
     assert "half_done" not in _tables(conn)
+
+
+def test_m004_keeps_captures_and_provider_figures_and_reprices_the_rest(data_dir: Path) -> None:
+    """A version-3 database with live data: captures survive the rebuilt ``requests``, a provider-sourced cost
+    becomes the provider's figure, other costs are cleared for re-pricing, and every session is re-read."""
+    data_dir.mkdir()
+    raw = sqlite3.connect(database_path(), isolation_level=None)
+    raw.execute("PRAGMA foreign_keys = ON")
+    raw.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")
+    for fn in m.MIGRATIONS[:3]:
+        raw.execute("BEGIN")
+        fn(raw)
+        raw.execute("INSERT INTO _migrations VALUES (?, 0)", (fn.__name__,))
+        raw.execute("COMMIT")
+    raw.execute("INSERT INTO workspaces (id, path, added_at) VALUES (1, '/w', 0)")
+    raw.execute(
+        "INSERT INTO sessions VALUES ('s', 1, '/w/s.jsonl', 't', 0, 0, 'openrouter', 'm', 'idle', 0, NULL, 1, "
+        "0, 0, 0, 0, 2, 0, '0.5', 0, 10, 10, 0)"
+    )
+    for attempt, cost, source in (("a1", "0.5", "provider"), ("a2", "0.25", "price_table")):
+        raw.execute(
+            "INSERT INTO requests (attempt_id, session_id, operation_id, step_id, attempt, step_kind, provider, "
+            "model, outcome, started_at, cost, cost_source) VALUES (?, 's', 'o', 'x', 1, 'assistant', 'openrouter', "
+            "'m', 'settled', 0, ?, ?)",
+            (attempt, cost, source),
+        )
+    raw.execute("INSERT INTO raw_captures VALUES (1, 'a1', 0, '{}', 0, 2)")
+    raw.execute(f"PRAGMA user_version = {1 << 16 | 2}")
+    raw.close()
+    conn = connect()
+    try:
+        assert m.applied_migrations(conn)[-1] == "m004_recomputable_cost"
+        assert conn.execute("SELECT attempt_id, body FROM raw_captures").fetchall() == [("a1", "{}")]
+        rows = conn.execute("SELECT attempt_id, provider_cost, local FROM requests ORDER BY attempt_id").fetchall()
+        assert rows == [("a1", "0.5", 0), ("a2", None, 0)]
+        assert conn.execute("SELECT file_size FROM sessions").fetchone()[0] == -1
+        conn.execute("DELETE FROM requests WHERE attempt_id = 'a1'")
+        assert conn.execute("SELECT count(*) FROM raw_captures").fetchone()[0] == 0  # the cascade still works
+    finally:
+        conn.close()

@@ -48,14 +48,14 @@ def test_decimal_cost_round_trips_exactly(conn: sqlite3.Connection, workspace: P
     a = Decimal("0.000123456789012345678901234567")  # more digits than a float or the default context keeps
     b = Decimal("1E-30")
     record_live(conn, LiveRequest(first, cost=Cost(a, "provider")))
-    record_live(conn, LiveRequest(second, cost=Cost(b, "price_table", "genai-prices 0.0.30")))
+    record_live(conn, LiveRequest(second, cost=Cost(b, "provider")))
     one = get_request(conn, first)
     two = get_request(conn, second)
     assert one is not None
     assert two is not None
     assert one.cost == Cost(a, "provider")
     assert str(one.cost.amount) == str(a)
-    assert two.cost == Cost(b, "price_table", "genai-prices 0.0.30")
+    assert two.cost == Cost(b, "provider")
     summary = get_session(conn, session.id)
     assert summary is not None
     assert summary.cost == Decimal("0.000123456789012345678901234568")
@@ -71,10 +71,25 @@ def test_unknown_cost_is_never_zero(conn: sqlite3.Connection, workspace: Path) -
     assert summary is not None
     assert (summary.cost, summary.cost_unknown_requests) == (None, 2)
     assert summary.as_json()["cost"] is None
-    record_live(conn, LiveRequest(first, cost=Cost(Decimal("0.0025"), "override")))
+    record_live(conn, LiveRequest(first, cost=Cost(Decimal("0.0025"), "provider")))
     summary = get_session(conn, session.id)
     assert summary is not None
     assert (summary.cost, summary.cost_unknown_requests) == (Decimal("0.0025"), 1)  # a partial total says so
+
+
+def test_a_live_cost_the_ledger_can_compute_is_priced_by_the_ledger(conn: sqlite3.Connection, workspace: Path) -> None:
+    """Only the provider's figure and locality are taken from the agent: an override or table cost it reports is
+    priced again by the ledger (as a rebuild would), so the live and rebuilt numbers agree."""
+    _session, first, _second = _two_requests(workspace)
+    scan_workspace(conn, workspace)
+    record_live(conn, LiveRequest(first, cost=Cost(Decimal("0.0025"), "override")))
+    row = get_request(conn, first)
+    assert row is not None
+    assert row.cost is None  # test/model has no price and no override here
+    record_live(conn, LiveRequest(first, cost=Cost(Decimal(0), "local")))
+    row = get_request(conn, first)
+    assert row is not None
+    assert row.cost == Cost(Decimal(0), "local")
 
 
 def test_cost_validation() -> None:
@@ -183,7 +198,7 @@ def test_record_attempt_live_path_then_rescan(conn: sqlite3.Connection, workspac
     session.answer("hi", usage=(7, 3, 0, 0))
     done = replace(start, usage=Usage(7, 3), stop_reason="stop", outcome="settled", finished_at=session.time - 1)
     record_attempt(conn, session.id, done)
-    record_live(conn, LiveRequest(attempt_id, cost=Cost(Decimal("0.00007"), "price_table", "prices-2026-08")))
+    record_live(conn, LiveRequest(attempt_id, cost=Cost(Decimal("0.00007"), "provider")))
     summary = get_session(conn, session.id)
     assert summary is not None
     assert (summary.requests, summary.usage_unknown_requests, summary.cost) == (1, 0, Decimal("0.00007"))

@@ -122,8 +122,11 @@ def test_m002_from_m001_reads_every_file_once_more(data_dir: Path, workspace: Pa
     for statement in (
         "DROP TABLE session_text_fts",
         "DROP TABLE session_text",
+        "DROP TABLE pricing_inputs",
+        "DROP INDEX requests_by_time",
+        *(f"ALTER TABLE requests DROP COLUMN {name}" for name in ("provider_cost", "local", "cache_savings")),
         "ALTER TABLE requests DROP COLUMN dropped_fields",
-        "DELETE FROM _migrations WHERE name IN ('m002_session_text', 'm003_dropped_fields')",
+        "DELETE FROM _migrations WHERE name IN ('m002_session_text', 'm003_dropped_fields', 'm004_recomputable_cost')",
         f"PRAGMA user_version = {1 << 16}",
     ):
         old.execute(statement)
@@ -131,8 +134,13 @@ def test_m002_from_m001_reads_every_file_once_more(data_dir: Path, workspace: Pa
     old.close()
     conn = connect()
     try:
-        assert m.applied_migrations(conn) == ["m001_initial", "m002_session_text", "m003_dropped_fields"]
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 1 << 16 | 2
+        assert m.applied_migrations(conn) == [
+            "m001_initial",
+            "m002_session_text",
+            "m003_dropped_fields",
+            "m004_recomputable_cost",
+        ]
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == m.user_version()
         assert [s.title for s in list_sessions(conn)] == ["legacy content"]  # the row is kept
         assert _ids(conn, "walruses") == []
         report = scan_workspace(conn, workspace)
