@@ -1,9 +1,16 @@
-"""Cost comparison across sessions and models (SPEC §4, §7 cost view), and its CSV export.
+"""Cost reports: requests grouped by session, model, day or week over a date range, what-if estimates, and CSV
+(SPEC §4, §7 cost view; ``tiny-agent cost``).
 
-Everything here is read from the ``requests`` rows, so the per-session and the per-model figures always add up
-to the same totals. Tokens are sums of the *known* usage (a request without usage is counted in
-``unknown_usage_requests``, never as zero tokens); costs are exact :class:`~decimal.Decimal` sums of the *known*
-request costs and ``None`` when no request's cost is known (a session without requests costs exactly 0).
+Everything here is read from the ``requests`` rows (priced at every index, see
+:mod:`~tiny_agent_core.ledger.repricing`), so every grouping of the same selection adds up to the same total, and
+the window, ``tiny-agent cost --json`` and the CSV export show the same numbers. Tokens are sums of the *known*
+usage (a request without usage is counted in ``unknown_usage_requests``, never as zero tokens); a cost is the exact
+:class:`~decimal.Decimal` sum of the *known* request costs and ``None`` when no request's cost is known (a group
+without requests costs exactly 0). ``not_billed`` (a failed request no provider bills) and ``local`` (a local
+server, no API charge) are known costs of 0, counted apart in :attr:`CostRow.sources`, never as unknown.
+
+Days and weeks are local calendar days (the ``TZ`` of the process); a week is keyed by its Monday. A request
+belongs to the day it started.
 """
 
 from __future__ import annotations
@@ -11,49 +18,89 @@ from __future__ import annotations
 import csv
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO
 
 from tiny_agent_core.ledger.index import resolve_workspace
 from tiny_agent_core.ledger.totals import decimal_from_text
+from tiny_agent_core.pricing import Overrides, price_request
 from tiny_agent_core.usage import Usage
+
+GroupBy = Literal["session", "model", "day", "week"]
+"""How :func:`cost_rows` groups requests."""
+
+GROUPINGS: tuple[GroupBy, ...] = ("session", "model", "day", "week")
+
+SOURCES = ("provider", "computed", "override", "not_billed", "local", "unknown")
+"""Keys of :attr:`CostRow.sources`: how many requests' costs came from each source (``computed`` is the price
+table, stored as ``price_table``; ``unknown`` counts requests without a known cost)."""
 
 UNKNOWN = "unknown"
 """How an unknown value is written in CSV exports (never 0)."""
 
-PER_RUN_QUANTUM = Decimal("1e-10")
-"""Cost per run is a quotient: it is rounded (half even) to this many dollars; every other amount is exact."""
+QUOTIENT_QUANTUM = Decimal("1e-10")
+"""Costs per session or run are quotients: rounded (half even) to this many dollars; every other amount is exact."""
 
 
 @dataclass(frozen=True, slots=True)
-class SessionCostRow:
-    """One session in the cost view."""
+class Selection:
+    """Which requests a report covers: every indexed one, narrowed by any of these."""
 
-    session_id: str
-    title: str
-    workspace: Path
-    created_at: int
-    models: tuple[str, ...]
-    """Models of the session's requests, sorted; empty when it made none."""
+    workspaces: Sequence[Path] | None = None
+    """Only sessions of these workspace folders."""
+    session_ids: Sequence[str] | None = None
+    """Only these sessions (unknown ids are ignored)."""
+    since: date | None = None
+    """Only requests that started on or after this local day."""
+    until: date | None = None
+    """Only requests that started on or before this local day."""
+
+
+@dataclass(frozen=True, slots=True)
+class CostRow:
+    """One group of requests (a session, a provider and model, a day or a week), or the total of a report."""
+
+    key: str
+    """Session id, ``provider/model``, ``YYYY-MM-DD`` (a week: its Monday), or ``""`` for a total."""
+    label: str
+    """For people: the session title, ``provider · model``, the day, ``week of <Monday>``, or ``Total``."""
+    requests: int
     usage: Usage
     """Sums of the known request usage."""
-    requests: int
     unknown_usage_requests: int
     """Requests without usage (their tokens are not in :attr:`usage`)."""
     cost: Decimal | None
-    """Sum of the known request costs; ``None`` when none is known."""
+    """Sum of the known request costs; ``None`` when none is known (``0`` for a group without requests)."""
     unknown_cost_requests: int
+    sources: Mapping[str, int]
+    """Requests by cost source (:data:`SOURCES`)."""
+    sessions: int
     runs: int
     """Run operations that made at least one model request."""
-
-    @property
-    def known_cost_requests(self) -> int:
-        """Requests whose cost is known."""
-        return self.requests - self.unknown_cost_requests
+    successful_runs: int
+    """Runs whose answer arrived (a request of the run settled with stop reason ``stop`` or ``length``)."""
+    cache_savings: Decimal | None
+    """What cache reads saved against uncached input at the same models' rates (known requests only)."""
+    unknown_savings_requests: int
+    first_at: int | None
+    """When the first request started (ms), ``None`` without requests."""
+    last_at: int | None
+    provider: str | None = None
+    """For a model row."""
+    model: str | None = None
+    """For a model row."""
+    title: str | None = None
+    """For a session row."""
+    workspace: Path | None = None
+    """For a session row."""
+    created_at: int | None = None
+    """For a session row: when the session was created (ms)."""
+    models: tuple[str, ...] = field(default=())
+    """Models of the group's requests, sorted."""
 
     @property
     def cost_complete(self) -> bool:
@@ -66,165 +113,344 @@ class SessionCostRow:
         return self.usage.cache_hit_rate
 
     @property
-    def cost_per_run(self) -> Decimal | None:
-        """:attr:`cost` / :attr:`runs` rounded to :data:`PER_RUN_QUANTUM`; ``None`` without runs or known cost.
+    def cost_per_session(self) -> Decimal | None:
+        """:attr:`cost` / :attr:`sessions` (a lower bound when not :attr:`cost_complete`); ``None`` when unknown."""
+        return _quotient(self.cost, self.sessions)
 
-        When :attr:`cost_complete` is false this is a lower bound, as :attr:`cost` is.
-        """
-        if self.cost is None or self.runs == 0:
+    @property
+    def cost_per_run(self) -> Decimal | None:
+        """:attr:`cost` / :attr:`successful_runs` (a lower bound when not :attr:`cost_complete`): what an answer
+        cost, failed runs included in the cost; ``None`` without a successful run or a known cost."""
+        return _quotient(self.cost, self.successful_runs)
+
+    @property
+    def tokens_per_run(self) -> int | None:
+        """Known tokens (prompt and output) per successful run; ``None`` without one."""
+        if self.successful_runs == 0:
             return None
-        with localcontext() as context:
-            context.prec = 60
-            quotient = (self.cost / self.runs).quantize(PER_RUN_QUANTUM, rounding=ROUND_HALF_EVEN)
-        text = format(quotient, "f").rstrip("0").rstrip(".")
-        return Decimal(text)
+        return round((self.usage.prompt + self.usage.output) / self.successful_runs)
+
+    def as_json(self) -> dict[str, Any]:
+        """The ``tiny-agent cost --json`` row (a total has no ``key``): exact decimal strings, ``null`` unknown."""
+        value: dict[str, Any] = {"key": self.key} if self.key else {}
+        if self.title is not None:
+            value["title"] = self.title
+        if self.created_at is not None:
+            value["createdAt"] = self.created_at
+        value.update(
+            {
+                "requests": self.requests,
+                "usage": self.usage.as_dict(),
+                "cost": _plain(self.cost),
+                "unknownRequests": self.unknown_cost_requests,
+                "sources": dict(self.sources),
+                "usageUnknownRequests": self.unknown_usage_requests,
+                "sessions": self.sessions,
+                "runs": self.runs,
+                "successfulRuns": self.successful_runs,
+                "cacheSavings": _plain(self.cache_savings),
+            }
+        )
+        return value
 
 
 @dataclass(frozen=True, slots=True)
-class ModelCostRow:
-    """The requests of one provider and model, summed over a selection of sessions."""
+class CostReport:
+    """Rows of one grouping and their total (computed over the same requests, so the rows add up to it)."""
+
+    by: GroupBy
+    rows: list[CostRow]
+    total: CostRow
+
+    def as_json(self) -> dict[str, Any]:
+        """``{"rows": [...], "total": {...}}``."""
+        return {"rows": [row.as_json() for row in self.rows], "total": self.total.as_json()}
+
+
+@dataclass(frozen=True, slots=True)
+class DailyModelCost:
+    """One bar segment of the cost-over-time chart: a day's known cost on one provider and model."""
+
+    day: date
+    provider: str
+    model: str
+    cost: Decimal | None
+    """``None`` when none of those requests' costs is known."""
+    unknown_cost_requests: int
+
+
+@dataclass(frozen=True, slots=True)
+class WhatIf:
+    """A selection's actual cost beside an estimate of the same token counts at another model's rates."""
 
     provider: str
     model: str
-    sessions: int
-    requests: int
-    usage: Usage
-    """Sums of the known request usage."""
-    unknown_usage_requests: int
-    cost: Decimal | None
-    """Sum of the known request costs; ``None`` when none is known."""
-    unknown_cost_requests: int
-
-    @property
-    def cost_complete(self) -> bool:
-        """Every request's cost is known."""
-        return self.unknown_cost_requests == 0
-
-    @property
-    def cache_hit_rate(self) -> float | None:
-        """Cumulative cache hit rate from the sums."""
-        return self.usage.cache_hit_rate
+    actual: Decimal | None
+    actual_unknown_requests: int
+    estimate: Decimal | None
+    """The estimate over the requests with usage; ``None`` when the model's rates are unknown."""
+    estimate_unknown_requests: int
+    """Requests left out of the estimate: no usage reported."""
+    detail: str
+    """Where the rates came from, or why there is no estimate; always says it is an estimate."""
 
 
-def _exact_sum(amounts: Iterable[Decimal]) -> Decimal:
+def _plain(amount: Decimal | None) -> str | None:
+    return None if amount is None else format(amount, "f")
+
+
+def _quotient(amount: Decimal | None, count: int) -> Decimal | None:
+    if amount is None or count == 0:
+        return None
+    with localcontext() as context:
+        context.prec = 60
+        quotient = (amount / count).quantize(QUOTIENT_QUANTUM, rounding=ROUND_HALF_EVEN)
+    return Decimal(format(quotient, "f").rstrip("0").rstrip(".") or "0")
+
+
+def _exact_sum(joined: str | None) -> tuple[Decimal | None, int]:
+    """The exact sum of space-separated amounts and how many there were (``None`` when none)."""
+    if not joined:
+        return None, 0
+    amounts = [decimal_from_text(text) for text in joined.split(" ")]
     with localcontext() as context:
         context.prec = 60  # addition of stored amounts stays exact
-        return sum(amounts, Decimal(0))
+        return sum(amounts, Decimal(0)), len(amounts)
 
 
-def _costs(joined: str | None) -> list[Decimal]:
-    return [] if not joined else [decimal_from_text(text) for text in joined.split(" ")]
+def _local_ms(day: date) -> int:
+    return int(datetime(day.year, day.month, day.day).timestamp() * 1000)
 
 
-def _selection(session_ids: Sequence[str] | None, workspace: Path | None) -> tuple[str, list[Any]]:
-    clauses: list[str] = []
-    params: list[Any] = []
-    if session_ids is not None:
-        clauses.append("s.id IN (SELECT value FROM json_each(?))")
-        params.append(json.dumps(list(session_ids)))
-    if workspace is not None:
-        clauses.append("w.path = ?")
-        params.append(str(resolve_workspace(workspace)))
-    return ("WHERE " + " AND ".join(clauses)) if clauses else "", params
+def _conditions(selection: Selection) -> tuple[list[str], list[Any], list[str], list[Any]]:
+    """Session conditions and request-time conditions (with their parameters)."""
+    session_where: list[str] = []
+    session_params: list[Any] = []
+    if selection.session_ids is not None:
+        session_where.append("s.id IN (SELECT value FROM json_each(?))")
+        session_params.append(json.dumps(list(selection.session_ids)))
+    if selection.workspaces is not None:
+        session_where.append("w.path IN (SELECT value FROM json_each(?))")
+        session_params.append(json.dumps([str(resolve_workspace(path)) for path in selection.workspaces]))
+    time_where: list[str] = []
+    time_params: list[Any] = []
+    if selection.since is not None:
+        time_where.append("r.started_at >= ?")
+        time_params.append(_local_ms(selection.since))
+    if selection.until is not None:
+        time_where.append("r.started_at < ?")
+        time_params.append(_local_ms(selection.until + timedelta(days=1)))
+    return session_where, session_params, time_where, time_params
 
 
-_SESSION_SQL = """
-    SELECT s.id, s.title, w.path, s.created_at,
-           group_concat(DISTINCT r.model),
-           count(r.attempt_id),
-           coalesce(sum(r.input_tokens), 0), coalesce(sum(r.output_tokens), 0),
-           coalesce(sum(r.cache_read_tokens), 0), coalesce(sum(r.cache_write_tokens), 0),
-           count(r.attempt_id) - count(r.input_tokens),
-           group_concat(r.cost, ' '),
-           count(r.attempt_id) - count(r.cost),
-           count(DISTINCT CASE WHEN r.step_kind = 'assistant' THEN r.operation_id END)
-    FROM sessions AS s
-    JOIN workspaces AS w ON w.id = s.workspace_id
-    LEFT JOIN requests AS r ON r.session_id = s.id
-    {where}
-    GROUP BY s.id
-    ORDER BY s.created_at DESC, s.id DESC
+_AGGREGATES = """
+    count(r.attempt_id),
+    coalesce(sum(r.input_tokens), 0), coalesce(sum(r.output_tokens), 0),
+    coalesce(sum(r.cache_read_tokens), 0), coalesce(sum(r.cache_write_tokens), 0),
+    count(r.attempt_id) - count(r.input_tokens),
+    group_concat(r.cost, ' '),
+    count(r.attempt_id) - count(r.cost),
+    count(CASE WHEN r.cost_source = 'provider' THEN 1 END),
+    count(CASE WHEN r.cost_source = 'price_table' THEN 1 END),
+    count(CASE WHEN r.cost_source = 'override' THEN 1 END),
+    count(CASE WHEN r.cost_source = 'not_billed' THEN 1 END),
+    count(CASE WHEN r.cost_source = 'local' THEN 1 END),
+    count(DISTINCT r.session_id),
+    count(DISTINCT CASE WHEN r.step_kind = 'assistant' THEN r.operation_id END),
+    count(DISTINCT CASE WHEN r.step_kind = 'assistant' AND r.stop_reason IN ('stop', 'length')
+                        THEN r.operation_id END),
+    group_concat(r.cache_savings, ' '),
+    count(r.attempt_id) - count(r.cache_savings),
+    min(r.started_at), max(r.started_at),
+    group_concat(DISTINCT r.model)
 """
+_AGGREGATE_COUNT = 21
+
+_DAY = "date(r.started_at / 1000, 'unixepoch', 'localtime')"
+_WEEK = "date(r.started_at / 1000, 'unixepoch', 'localtime', 'weekday 0', '-6 days')"
+_KEYS: dict[GroupBy, tuple[str, ...]] = {
+    "session": ("s.id", "s.title", "w.path", "s.created_at"),
+    "model": ("r.provider", "r.model"),
+    "day": (_DAY,),
+    "week": (_WEEK,),
+}
 
 
-def session_cost_rows(
-    conn: sqlite3.Connection, session_ids: Sequence[str] | None = None, *, workspace: Path | None = None
-) -> list[SessionCostRow]:
-    """Cost rows of the given sessions (default: every indexed session), optionally of one workspace; newest first.
+def _row(keys: Sequence[Any], values: Sequence[Any], by: GroupBy | None) -> CostRow:
+    requests = int(values[0])
+    cost, _ = _exact_sum(values[6])
+    if cost is None and requests == 0:
+        cost = Decimal(0)
+    savings, _ = _exact_sum(values[16])
+    if savings is None and requests == 0:
+        savings = Decimal(0)
+    sources = dict(zip(SOURCES, (*(int(v) for v in values[8:13]), int(values[7])), strict=True))
+    common: dict[str, Any] = {
+        "requests": requests,
+        "usage": Usage(int(values[1]), int(values[2]), int(values[3]), int(values[4])),
+        "unknown_usage_requests": int(values[5]),
+        "cost": cost,
+        "unknown_cost_requests": int(values[7]),
+        "sources": sources,
+        "sessions": int(values[13]),
+        "runs": int(values[14]),
+        "successful_runs": int(values[15]),
+        "cache_savings": savings,
+        "unknown_savings_requests": int(values[17]),
+        "first_at": values[18],
+        "last_at": values[19],
+        "models": tuple(sorted(values[20].split(","))) if values[20] else (),
+    }
+    if by == "session":
+        session_id, title, workspace, created_at = keys
+        common["sessions"] = 1
+        return CostRow(session_id, title, title=title, workspace=Path(workspace), created_at=created_at, **common)
+    if by == "model":
+        provider, model = keys
+        return CostRow(f"{provider}/{model}", f"{provider} · {model}", provider=provider, model=model, **common)
+    if by == "day":
+        return CostRow(keys[0], keys[0], **common)
+    if by == "week":
+        return CostRow(keys[0], f"week of {keys[0]}", **common)
+    return CostRow("", "Total", **common)
 
-    Unknown ids are ignored.
-    """
-    where, params = _selection(session_ids, workspace)
-    rows: list[SessionCostRow] = []
-    for row in conn.execute(_SESSION_SQL.format(where=where), params):
-        requests, unknown_cost = int(row[5]), int(row[12])
-        known = _costs(row[11])
-        cost = _exact_sum(known) if known else (Decimal(0) if requests == 0 else None)
-        rows.append(
-            SessionCostRow(
-                session_id=row[0],
-                title=row[1],
-                workspace=Path(row[2]),
-                created_at=row[3],
-                models=tuple(sorted(row[4].split(","))) if row[4] else (),
-                usage=Usage(int(row[6]), int(row[7]), int(row[8]), int(row[9])),
-                requests=requests,
-                unknown_usage_requests=int(row[10]),
-                cost=cost,
-                unknown_cost_requests=unknown_cost,
-                runs=int(row[13]),
-            )
-        )
+
+def _query(conn: sqlite3.Connection, selection: Selection, keys: Sequence[str]) -> list[tuple[Any, ...]]:
+    session_where, session_params, time_where, time_params = _conditions(selection)
+    select_keys = "".join(f"{key}, " for key in keys)
+    group = f"GROUP BY {', '.join(keys)}" if keys else ""
+    where = " AND ".join(session_where + time_where)
+    sql = (
+        f"SELECT {select_keys}{_AGGREGATES} FROM requests AS r JOIN sessions AS s ON s.id = r.session_id "
+        f"JOIN workspaces AS w ON w.id = s.workspace_id {'WHERE ' + where if where else ''} {group}"
+    )
+    return list(conn.execute(sql, [*session_params, *time_params]))
+
+
+def _session_rows(conn: sqlite3.Connection, selection: Selection) -> list[tuple[Any, ...]]:
+    """Per session, sessions without requests in the range included when created in it (or with no range)."""
+    session_where, session_params, time_where, time_params = _conditions(selection)
+    keys = _KEYS["session"]
+    join_time = "".join(f" AND {condition}" for condition in time_where)
+    created: list[str] = []
+    created_params: list[Any] = []
+    if selection.since is not None:
+        created.append("s.created_at >= ?")
+        created_params.append(_local_ms(selection.since))
+    if selection.until is not None:
+        created.append("s.created_at < ?")
+        created_params.append(_local_ms(selection.until + timedelta(days=1)))
+    having = " AND ".join(created)
+    sql = (
+        f"SELECT {', '.join(keys)}, {_AGGREGATES} FROM sessions AS s JOIN workspaces AS w ON w.id = s.workspace_id "
+        f"LEFT JOIN requests AS r ON r.session_id = s.id{join_time} "
+        f"{'WHERE ' + ' AND '.join(session_where) if session_where else ''} GROUP BY s.id "
+        f"{f'HAVING count(r.attempt_id) > 0 OR ({having})' if having else ''} "
+        "ORDER BY s.created_at DESC, s.id DESC"
+    )
+    return list(conn.execute(sql, [*time_params, *session_params, *created_params]))
+
+
+def cost_rows(conn: sqlite3.Connection, by: GroupBy = "session", selection: Selection | None = None) -> list[CostRow]:
+    """The selection's requests grouped ``by`` session (newest first; sessions without requests too), model (most
+    expensive known cost first, entirely unknown last), or day or week (oldest first)."""
+    selection = selection or Selection()
+    if by == "session":
+        return [_row(values[:4], values[4:], by) for values in _session_rows(conn, selection)]
+    keys = _KEYS[by]
+    rows = [_row(values[: len(keys)], values[len(keys) :], by) for values in _query(conn, selection, keys)]
+    if by == "model":
+        rows.sort(key=lambda r: (r.cost is None, -(r.cost or 0), r.key))
+    else:
+        rows.sort(key=lambda r: r.key)
     return rows
 
 
-_MODEL_SQL = """
-    SELECT r.provider, r.model, count(DISTINCT r.session_id), count(*),
-           coalesce(sum(r.input_tokens), 0), coalesce(sum(r.output_tokens), 0),
-           coalesce(sum(r.cache_read_tokens), 0), coalesce(sum(r.cache_write_tokens), 0),
-           count(*) - count(r.input_tokens),
-           group_concat(r.cost, ' '),
-           count(*) - count(r.cost)
-    FROM requests AS r
-    JOIN sessions AS s ON s.id = r.session_id
-    JOIN workspaces AS w ON w.id = s.workspace_id
-    {where}
-    GROUP BY r.provider, r.model
-"""
+def cost_total(conn: sqlite3.Connection, selection: Selection | None = None) -> CostRow:
+    """Every request of the selection in one row (``key`` ``""``, label ``Total``)."""
+    values = _query(conn, selection or Selection(), ())[0]
+    return _row((), values, None)
 
 
-def model_cost_rows(
-    conn: sqlite3.Connection, session_ids: Sequence[str] | None = None, *, workspace: Path | None = None
-) -> list[ModelCostRow]:
-    """Per provider and model totals over the given sessions (default: all), most expensive known cost first.
+def cost_report(conn: sqlite3.Connection, by: GroupBy = "session", selection: Selection | None = None) -> CostReport:
+    """:func:`cost_rows` and :func:`cost_total` of the same selection."""
+    return CostReport(by, cost_rows(conn, by, selection), cost_total(conn, selection))
 
-    Models whose cost is entirely unknown come last; ties are ordered by provider and model.
-    """
-    where, params = _selection(session_ids, workspace)
-    rows: list[ModelCostRow] = []
-    for row in conn.execute(_MODEL_SQL.format(where=where), params):
-        known = _costs(row[9])
-        rows.append(
-            ModelCostRow(
-                provider=row[0],
-                model=row[1],
-                sessions=int(row[2]),
-                requests=int(row[3]),
-                usage=Usage(int(row[4]), int(row[5]), int(row[6]), int(row[7])),
-                unknown_usage_requests=int(row[8]),
-                cost=_exact_sum(known) if known else None,
-                unknown_cost_requests=int(row[10]),
-            )
+
+def daily_model_costs(conn: sqlite3.Connection, selection: Selection | None = None) -> list[DailyModelCost]:
+    """Known cost per local day and provider/model (the cost-over-time chart), oldest day first."""
+    cells: list[DailyModelCost] = []
+    for values in _query(conn, selection or Selection(), (_DAY, "r.provider", "r.model")):
+        cost, _ = _exact_sum(values[9])
+        cells.append(DailyModelCost(date.fromisoformat(values[0]), values[1], values[2], cost, int(values[10])))
+    cells.sort(key=lambda cell: (cell.day, cell.provider, cell.model))
+    return cells
+
+
+def what_if(
+    conn: sqlite3.Connection,
+    selection: Selection,
+    provider: str,
+    model: str,
+    overrides: Overrides | None = None,
+    *,
+    local: bool = False,
+) -> WhatIf:
+    """The selection's requests priced at ``provider``/``model``'s rates with the same token counts, each at the
+    time it was made — an estimate, because another model's tokenizer would count the same text differently."""
+    session_where, session_params, time_where, time_params = _conditions(selection)
+    where = " AND ".join(session_where + time_where)
+    sql = (
+        "SELECT r.input_tokens, r.output_tokens, r.cache_read_tokens, r.cache_write_tokens, r.started_at "
+        "FROM requests AS r JOIN sessions AS s ON s.id = r.session_id JOIN workspaces AS w ON w.id = s.workspace_id "
+        f"{'WHERE ' + where if where else ''}"
+    )
+    estimates: list[Decimal] = []
+    without_usage = 0
+    detail = ""
+    for tokens in conn.execute(sql, [*session_params, *time_params]):
+        if tokens[0] is None:
+            without_usage += 1
+            continue
+        cost = price_request(
+            provider=provider,
+            model=model,
+            usage=Usage(*tokens[:4]),
+            provider_cost=None,
+            overrides=overrides,
+            at=datetime.fromtimestamp(tokens[4] / 1000, UTC),
+            local=local,
         )
-    rows.sort(key=lambda r: (r.cost is None, -(r.cost or 0), r.provider, r.model))
-    return rows
+        if cost.amount is None:
+            return _what_if(conn, selection, provider, model, None, without_usage, f"no estimate: {cost.detail}")
+        estimates.append(cost.amount)
+        detail = cost.detail
+    with localcontext() as context:
+        context.prec = 60
+        estimate = sum(estimates, Decimal(0))
+    note = "estimate: the same token counts at these rates (tokenizers differ)"
+    return _what_if(
+        conn, selection, provider, model, estimate, without_usage, f"{note}; last {detail}" if detail else note
+    )
+
+
+def _what_if(
+    conn: sqlite3.Connection,
+    selection: Selection,
+    provider: str,
+    model: str,
+    estimate: Decimal | None,
+    without_usage: int,
+    detail: str,
+) -> WhatIf:
+    total = cost_total(conn, selection)
+    return WhatIf(provider, model, total.cost, total.unknown_cost_requests, estimate, without_usage, detail)
 
 
 CSV_COLUMNS = (
-    "session_id",
-    "title",
-    "workspace",
-    "created_at",
+    "key",
+    "label",
+    "first_request_at",
     "models",
     "requests",
     "input_tokens",
@@ -236,8 +462,16 @@ CSV_COLUMNS = (
     "cost_complete",
     "unknown_cost_requests",
     "unknown_usage_requests",
+    "provider_requests",
+    "computed_requests",
+    "override_requests",
+    "not_billed_requests",
+    "local_requests",
+    "sessions",
     "runs",
-    "cost_per_run_usd",
+    "successful_runs",
+    "cost_per_successful_run_usd",
+    "cache_savings_usd",
 )
 """Header of :func:`write_costs_csv`."""
 
@@ -250,23 +484,23 @@ def _text(value: Decimal | float | None) -> str:
     return f"{value:.6f}"
 
 
-def write_costs_csv(rows: Iterable[SessionCostRow], file: TextIO) -> None:
-    """Write session cost rows as CSV (:data:`CSV_COLUMNS`) to a text file opened with ``newline=""``.
+def write_costs_csv(rows: Iterable[CostRow], file: TextIO) -> None:
+    """Write cost rows as CSV (:data:`CSV_COLUMNS`) to a text file opened with ``newline=""``.
 
     Amounts are the exact decimal strings (``cost_usd`` is a lower bound when ``cost_complete`` is ``false``);
-    anything unknown is written as ``unknown``, never 0. ``created_at`` is ISO 8601 UTC; ``models`` are joined
-    with ``;``; the cache hit rate is a fraction with six decimals.
+    anything unknown is written as ``unknown``, never 0. ``first_request_at`` is ISO 8601 UTC (empty without
+    requests); ``models`` are joined with ``;``; the cache hit rate is a fraction with six decimals.
     """
     writer = csv.writer(file, lineterminator="\r\n")
     writer.writerow(CSV_COLUMNS)
     for row in rows:
         usage = row.usage
+        first = row.first_at if row.first_at is not None else row.created_at
         writer.writerow(
             (
-                row.session_id,
-                row.title,
-                str(row.workspace),
-                datetime.fromtimestamp(row.created_at / 1000, UTC).isoformat(timespec="milliseconds"),
+                row.key,
+                row.label,
+                "" if first is None else datetime.fromtimestamp(first / 1000, UTC).isoformat(timespec="milliseconds"),
                 ";".join(row.models),
                 row.requests,
                 usage.input,
@@ -278,7 +512,11 @@ def write_costs_csv(rows: Iterable[SessionCostRow], file: TextIO) -> None:
                 "true" if row.cost_complete else "false",
                 row.unknown_cost_requests,
                 row.unknown_usage_requests,
+                *(row.sources[source] for source in SOURCES[:-1]),
+                row.sessions,
                 row.runs,
+                row.successful_runs,
                 _text(row.cost_per_run),
+                _text(row.cache_savings),
             )
         )

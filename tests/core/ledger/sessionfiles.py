@@ -37,7 +37,9 @@ def snapshot(model: str) -> dict[str, Any]:
 class SessionFile:
     """Builds one session file in ``<workspace>/.tiny-agent/sessions/``; each method appends one transaction."""
 
-    def __init__(self, workspace: Path, number: int, *, created_at: int, model: str = "test/model") -> None:
+    def __init__(
+        self, workspace: Path, number: int, *, created_at: int, model: str = "test/model", provider: str = "openrouter"
+    ) -> None:
         self.number = number
         self.counter = 0
         self.seq = 0
@@ -57,7 +59,7 @@ class SessionFile:
             "id": self.id,
             "kind": "header",
             "model": model,
-            "provider": "openrouter",
+            "provider": provider,
             "version": 2,
         }
         self._write(header)
@@ -228,9 +230,9 @@ class SessionFile:
         )
         self.boundary = result_id
 
-    def fail(self, usage: tuple[int, int, int, int] | None = None) -> None:
+    def fail(self, usage: tuple[int, int, int, int] | None = None, message: str = "provider request failed") -> None:
         """``[usage?, stepFailed model_error, operationFinished failed]``."""
-        error = {"code": "model_error", "message": "provider request failed"}
+        error = {"code": "model_error", "message": message}
         facts: list[dict[str, Any]] = []
         if usage is not None:
             facts.append(self._usage_fact(usage))

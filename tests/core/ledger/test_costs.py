@@ -1,205 +1,238 @@
-"""Cost rows per session and per model, exact Decimal sums, unknown never zero, CSV export."""
+"""Cost reports from session files: recomputed costs, sources, time groupings, what-if, CSV and JSON agree."""
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 import sqlite3
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
 from tests.core.ledger.sessionfiles import SessionFile
-from tiny_agent_core.ledger import Cost, LiveRequest, record_live, scan_workspace
+from tests.core.test_pricing import rate, table_prices
+from tiny_agent_core.ledger import Cost, LiveRequest, connect, database_path, rebuild, record_live, scan_workspace
 from tiny_agent_core.ledger.costs import (
     CSV_COLUMNS,
-    ModelCostRow,
-    SessionCostRow,
-    model_cost_rows,
-    session_cost_rows,
+    GROUPINGS,
+    SOURCES,
+    Selection,
+    cost_report,
+    cost_rows,
+    cost_total,
+    daily_model_costs,
+    what_if,
     write_costs_csv,
 )
+from tiny_agent_core.ledger.sidecar import sidecar_path
+from tiny_agent_core.pricing import PriceOverride
+from tiny_agent_core.settings import AppSettings, config_dir
 from tiny_agent_core.usage import Usage
 
-T0 = 1_760_000_000_000
+T0 = int(datetime(2026, 10, 5, 12, 0, tzinfo=UTC).timestamp() * 1000)  # a Monday, noon UTC
+DAY = 86_400_000
+M = Decimal(1_000_000)
+FIGURE = Decimal("0.0004970133333333333")
 
 
-def _cost(conn: sqlite3.Connection, attempt_id: str, amount: str) -> None:
-    record_live(conn, LiveRequest(attempt_id, cost=Cost(Decimal(amount), "provider")))
+def gpt4o(tokens: tuple[int, int, int, int], model: str = "gpt-4o") -> Decimal:
+    """A request's cost from the table's gpt-4o rates, by hand."""
+    prices = table_prices("openai", model, datetime.fromtimestamp(T0 / 1000, UTC))
+    uncached, output, cache_read = (rate(prices, key) for key in ("input_mtok", "output_mtok", "cache_read_mtok"))
+    return (tokens[0] * uncached + tokens[1] * output + tokens[2] * cache_read) / M
 
 
 @pytest.fixture
 def sessions(conn: sqlite3.Connection, workspace: Path) -> dict[str, SessionFile]:
-    """``two_runs``: two runs on model a, costs known; ``mixed``: a failed request on b without usage, then a
-    request on a with usage and unknown cost; ``empty``: no request; ``unknown``: one request, cost unknown."""
-    two_runs = SessionFile(workspace, 1, created_at=T0, model="vendor/a")
-    two_runs.user("first question")
-    first = two_runs.attempt()
-    two_runs.call_read("README.md", usage=(100, 20, 300, 0))
-    second = two_runs.attempt()
-    two_runs.answer("done", usage=(10, 5, 400, 100))
-    two_runs.user("second question")
-    third = two_runs.attempt()
-    two_runs.answer("again", usage=(1, 1, 0, 0))
-    mixed = SessionFile(workspace, 2, created_at=T0 + 1000, model="vendor/b")
-    mixed.user("mixed")
-    mixed.attempt()
-    mixed.fail()
-    mixed.user("retry on a")
-    mixed_a = mixed.attempt(model="vendor/a")
-    mixed.answer("ok", usage=(50, 50, 0, 0))
-    empty = SessionFile(workspace, 3, created_at=T0 + 2000)
-    unknown = SessionFile(workspace, 4, created_at=T0 + 3000, model="vendor/c")
+    """``gpt``: two gpt-4o requests (priced by the table), day 0; ``routed``: an OpenRouter request with the
+    provider's figure, day 1; ``limited``: a 429 then a good gpt-4o request, day 2; ``unknown``: a model without a
+    price, day 8 (the next week); ``local``: an Ollama request without usage, day 8."""
+    gpt = SessionFile(workspace, 1, created_at=T0, model="gpt-4o", provider="openai")
+    gpt.user("first question")
+    gpt.attempt()
+    gpt.call_read("README.md", usage=(1000, 100, 2000, 0))
+    gpt.attempt()
+    gpt.answer("done", usage=(500, 50, 0, 0))
+    routed = SessionFile(workspace, 2, created_at=T0 + DAY, model="google/gemini-2.5-flash")
+    routed.user("routed")
+    routed.attempt()
+    routed.answer("ok", usage=(7, 100, 2161, 0))
+    limited = SessionFile(workspace, 3, created_at=T0 + 2 * DAY, model="gpt-4o", provider="openai")
+    limited.user("too fast")
+    limited.attempt()
+    limited.fail(message="HTTP 429: rate limited — Too many requests; retry later.")
+    limited.user("again")
+    limited.attempt()
+    limited.answer("fine", usage=(10, 5, 0, 0))
+    unknown = SessionFile(workspace, 4, created_at=T0 + 8 * DAY, model="nobody/model")
     unknown.user("no price")
     unknown.attempt()
     unknown.answer("free?", usage=(7, 3, 0, 0))
-    assert scan_workspace(conn, workspace).indexed == 4
-    _cost(conn, first, "0.0010")
-    _cost(conn, second, "0.000000120")
-    _cost(conn, third, "0.0025")
-    _cost(conn, mixed.attempt_id, "0.5")
-    assert mixed_a == mixed.attempt_id
-    return {"two_runs": two_runs, "mixed": mixed, "empty": empty, "unknown": unknown}
+    local = SessionFile(workspace, 5, created_at=T0 + 8 * DAY + 1000, model="llama3", provider="ollama")
+    local.user("local")
+    local.attempt()
+    local.answer("here", usage=None)
+    assert scan_workspace(conn, workspace).indexed == 5
+    record_live(conn, LiveRequest(routed.attempt_id, cost=Cost(FIGURE, "provider")))
+    return {"gpt": gpt, "routed": routed, "limited": limited, "unknown": unknown, "local": local}
 
 
-def test_session_rows_sum_known_usage_and_exact_costs(
+def test_indexing_prices_every_request_from_the_file(
     conn: sqlite3.Connection, sessions: dict[str, SessionFile]
 ) -> None:
-    rows = {row.session_id: row for row in session_cost_rows(conn)}
-    assert [row.session_id for row in session_cost_rows(conn)] == [
-        sessions[name].id for name in ("unknown", "empty", "mixed", "two_runs")
-    ]  # newest first
-    two_runs = rows[sessions["two_runs"].id]
-    assert two_runs.usage == Usage(111, 26, 700, 100)
-    assert two_runs.cache_hit_rate == pytest.approx(700 / 911)
-    assert (two_runs.requests, two_runs.runs, two_runs.models) == (3, 2, ("vendor/a",))
-    assert two_runs.cost == Decimal("0.003500120")
-    assert (two_runs.cost_complete, two_runs.unknown_cost_requests, two_runs.known_cost_requests) == (True, 0, 3)
-    assert two_runs.cost_per_run == Decimal("0.00175006")
+    rows = {row.key: row for row in cost_rows(conn)}
+    gpt = rows[sessions["gpt"].id]
+    assert gpt.cost == gpt4o((1000, 100, 2000, 0)) + gpt4o((500, 50, 0, 0))
+    assert gpt.sources == {"provider": 0, "computed": 2, "override": 0, "not_billed": 0, "local": 0, "unknown": 0}
+    prices = table_prices("openai", "gpt-4o")
+    assert gpt.cache_savings == 2000 * (rate(prices, "input_mtok") - rate(prices, "cache_read_mtok")) / M
+    assert (gpt.runs, gpt.successful_runs, gpt.cost_complete) == (1, 1, True)
+    assert gpt.tokens_per_run == 1000 + 100 + 2000 + 500 + 50
+    routed = rows[sessions["routed"].id]
+    assert (routed.cost, routed.sources["provider"]) == (FIGURE, 1)
+    assert routed.cache_savings is not None  # priced at the table's rates for the same model
+    assert routed.cache_savings > 0
 
-    mixed = rows[sessions["mixed"].id]
-    assert mixed.models == ("vendor/a", "vendor/b")
-    assert (mixed.requests, mixed.unknown_usage_requests, mixed.unknown_cost_requests) == (2, 1, 1)
-    assert mixed.usage == Usage(50, 50)  # the failed request's tokens are unknown, not zero
-    assert (mixed.cost, mixed.cost_complete, mixed.runs) == (Decimal("0.5"), False, 2)
-    assert mixed.cost_per_run == Decimal("0.25")  # a lower bound, as the cost is
 
-    empty = rows[sessions["empty"].id]
-    assert (empty.requests, empty.cost, empty.cost_per_run, empty.cache_hit_rate, empty.models) == (
-        0,
-        Decimal(0),
-        None,
-        None,
-        (),
-    )
+def test_a_deleted_index_is_rebuilt_with_the_same_costs(
+    conn: sqlite3.Connection, sessions: dict[str, SessionFile], workspace: Path, data_dir: Path
+) -> None:
+    before = cost_report(conn, "session").as_json()
+    side = sidecar_path(sessions["routed"].path)
+    assert side.is_file()
+    assert side.parent != sessions["routed"].path.parent  # outside the sessions folder and the v2 format
+    conn.close()
+    for path in data_dir.iterdir():
+        path.unlink()
+    fresh = connect()
+    try:
+        assert not database_path().stat().st_size or fresh.execute("SELECT count(*) FROM sessions").fetchone() == (0,)
+        rebuild(fresh, [workspace])
+        assert cost_report(fresh, "session").as_json() == before
+        routed = next(row for row in cost_rows(fresh) if row.key == sessions["routed"].id)
+        assert (routed.cost, routed.sources["provider"]) == (FIGURE, 1)
+    finally:
+        fresh.close()
 
+
+def test_a_429_is_not_billed_and_the_session_shows_its_last_run(
+    conn: sqlite3.Connection, sessions: dict[str, SessionFile]
+) -> None:
+    limited = next(row for row in cost_rows(conn) if row.key == sessions["limited"].id)
+    assert limited.sources["not_billed"] == 1
+    assert (limited.unknown_cost_requests, limited.cost) == (0, gpt4o((10, 5, 0, 0)))
+    assert (limited.runs, limited.successful_runs) == (2, 1)
+    status = conn.execute("SELECT last_outcome, cost_unknown_requests FROM sessions WHERE id = ?", (limited.key,))
+    assert status.fetchone() == ("completed", 0)
+    row = conn.execute("SELECT http_status, cost, cost_source FROM requests WHERE outcome = 'failed'").fetchone()
+    assert row == (429, "0", "not_billed")
+
+
+def test_unknown_model_is_unknown_and_local_is_counted_apart(
+    conn: sqlite3.Connection, sessions: dict[str, SessionFile]
+) -> None:
+    rows = {row.key: row for row in cost_rows(conn)}
     unknown = rows[sessions["unknown"].id]
-    assert (unknown.cost, unknown.cost_per_run, unknown.unknown_cost_requests) == (None, None, 1)
-    assert unknown.cache_hit_rate == 0.0
+    assert (unknown.cost, unknown.unknown_cost_requests, unknown.sources["unknown"]) == (None, 1, 1)
+    local = rows[sessions["local"].id]
+    assert (local.cost, local.unknown_cost_requests, local.sources["local"]) == (Decimal(0), 0, 1)
+    assert local.unknown_usage_requests == 1  # no usage is still unknown usage, never 0 tokens
+    total = cost_total(conn)
+    assert total.unknown_cost_requests == 1
+    assert total.cost == sum((row.cost for row in rows.values() if row.cost is not None), Decimal(0))
 
 
-def test_selection_and_workspace_filters(
-    conn: sqlite3.Connection, sessions: dict[str, SessionFile], tmp_path: Path
+@pytest.mark.parametrize("by", GROUPINGS)
+def test_every_grouping_adds_up_to_the_total(
+    conn: sqlite3.Connection, sessions: dict[str, SessionFile], by: str
 ) -> None:
-    picked = [sessions["mixed"].id, sessions["empty"].id, "not-a-session"]
-    assert [row.session_id for row in session_cost_rows(conn, picked)] == [sessions["empty"].id, sessions["mixed"].id]
-    assert session_cost_rows(conn, []) == []
-    workspace = sessions["mixed"].path.parent.parent.parent
-    assert len(session_cost_rows(conn, workspace=workspace)) == 4
-    assert session_cost_rows(conn, workspace=tmp_path / "elsewhere") == []
-    assert model_cost_rows(conn, workspace=tmp_path / "elsewhere") == []
+    report = cost_report(conn, by)  # type: ignore[arg-type]
+    total = report.total
+    assert sum((row.cost or Decimal(0) for row in report.rows), Decimal(0)) == total.cost
+    assert sum(row.requests for row in report.rows) == total.requests == 7
+    assert sum(row.unknown_cost_requests for row in report.rows) == total.unknown_cost_requests
+    for source in SOURCES:
+        assert sum(row.sources[source] for row in report.rows) == total.sources[source]
+    assert sum((row.usage for row in report.rows), Usage(0, 0)) == total.usage
 
 
-def test_model_rows_add_up_to_the_session_rows(conn: sqlite3.Connection, sessions: dict[str, SessionFile]) -> None:
-    models = model_cost_rows(conn)
-    assert [(m.provider, m.model) for m in models] == [
-        ("openrouter", "vendor/a"),
-        ("openrouter", "vendor/b"),
-        ("openrouter", "vendor/c"),
+def test_days_weeks_and_the_date_range(conn: sqlite3.Connection, sessions: dict[str, SessionFile]) -> None:
+    days = [row.key for row in cost_rows(conn, "day")]
+    start = datetime.fromtimestamp(T0 / 1000).date()
+    assert days == [str(start.fromordinal(start.toordinal() + n)) for n in (0, 1, 2, 8)]
+    weeks = cost_rows(conn, "week")
+    assert [date.fromisoformat(row.key).weekday() for row in weeks] == [0, 0]
+    assert [row.requests for row in weeks] == [5, 2]
+    later = Selection(since=date.fromordinal(start.toordinal() + 2))
+    assert [row.key for row in cost_rows(conn, "session", later)] == [
+        sessions[name].id for name in ("local", "unknown", "limited")
     ]
-    a, b, c = models
-    assert a == ModelCostRow(
-        provider="openrouter",
-        model="vendor/a",
-        sessions=2,
-        requests=4,
-        usage=Usage(161, 76, 700, 100),
-        unknown_usage_requests=0,
-        cost=Decimal("0.503500120"),
-        unknown_cost_requests=0,
-    )
-    assert (b.requests, b.unknown_usage_requests, b.cost, b.unknown_cost_requests, b.cost_complete) == (
-        1,
-        1,
-        None,
-        1,
-        False,
-    )
-    assert c.cost is None
-    assert c.usage == Usage(7, 3)
-    session_rows = session_cost_rows(conn)
-    assert sum((m.usage for m in models), Usage(0, 0)) == sum((s.usage for s in session_rows), Usage(0, 0))
-    assert sum(m.requests for m in models) == sum(s.requests for s in session_rows)
-    assert sum(m.cost for m in models if m.cost is not None) == sum(s.cost for s in session_rows if s.cost is not None)
-    only_mixed = model_cost_rows(conn, [sessions["mixed"].id])
-    assert [(m.model, m.sessions, m.cost) for m in only_mixed] == [
-        ("vendor/a", 1, Decimal("0.5")),
-        ("vendor/b", 1, None),
-    ]
+    assert cost_total(conn, later).requests == 4
+    one_day = Selection(since=start, until=start)
+    assert [row.key for row in cost_rows(conn, "day", one_day)] == [str(start)]
+    chart = daily_model_costs(conn)
+    second = start.fromordinal(start.toordinal() + 1)
+    assert [(cell.day, cell.model) for cell in chart][:2] == [(start, "gpt-4o"), (second, "google/gemini-2.5-flash")]
+    assert sum((cell.cost or Decimal(0) for cell in chart), Decimal(0)) == cost_total(conn).cost
 
 
-def test_csv_has_exact_amounts_and_unknown_never_zero(
+def test_models_rows_and_selection(conn: sqlite3.Connection, sessions: dict[str, SessionFile], tmp_path: Path) -> None:
+    models = cost_rows(conn, "model")
+    assert models[0].key == "openai/gpt-4o"
+    assert models[0].label == "openai · gpt-4o"
+    assert (models[0].sessions, models[0].requests) == (2, 4)
+    assert models[-1].key == "openrouter/nobody/model"  # entirely unknown last
+    picked = Selection(session_ids=[sessions["gpt"].id])
+    assert [row.key for row in cost_rows(conn, "model", picked)] == ["openai/gpt-4o"]
+    assert cost_rows(conn, "session", Selection(workspaces=[tmp_path / "elsewhere"])) == []
+
+
+def test_a_new_override_in_the_settings_applies_at_the_next_scan(
+    conn: sqlite3.Connection, sessions: dict[str, SessionFile], workspace: Path
+) -> None:
+    settings = AppSettings.load(config_dir())
+    settings.price_overrides[("openrouter", "nobody/model")] = PriceOverride(Decimal(1), Decimal(2))
+    settings.save()
+    scan_workspace(conn, workspace)
+    unknown = next(row for row in cost_rows(conn) if row.key == sessions["unknown"].id)
+    assert (unknown.cost, unknown.sources["override"]) == ((7 * 1 + 3 * 2) / M, 1)
+    settings.price_overrides.clear()
+    settings.save()
+    scan_workspace(conn, workspace)
+    assert next(row for row in cost_rows(conn) if row.key == sessions["unknown"].id).cost is None
+
+
+def test_what_if_prices_the_same_tokens_at_another_model(
     conn: sqlite3.Connection, sessions: dict[str, SessionFile]
 ) -> None:
+    picked = Selection(session_ids=[sessions["gpt"].id, sessions["local"].id])
+    estimate = what_if(conn, picked, "openai", "gpt-4o-mini")
+    assert estimate.estimate == gpt4o((1000, 100, 2000, 0), "gpt-4o-mini") + gpt4o((500, 50, 0, 0), "gpt-4o-mini")
+    assert estimate.actual == gpt4o((1000, 100, 2000, 0)) + gpt4o((500, 50, 0, 0))
+    assert estimate.estimate_unknown_requests == 1  # the local request reported no usage
+    assert "estimate" in estimate.detail
+    nothing = what_if(conn, picked, "openrouter", "nobody/model")
+    assert nothing.estimate is None
+    assert "no estimate" in nothing.detail
+
+
+def test_csv_and_json_agree(conn: sqlite3.Connection, sessions: dict[str, SessionFile]) -> None:
+    report = cost_report(conn, "session")
     out = io.StringIO(newline="")
-    write_costs_csv(session_cost_rows(conn), out)
-    records = list(csv.DictReader(io.StringIO(out.getvalue(), newline="")))
+    write_costs_csv(report.rows, out)
+    records = list(csv.reader(io.StringIO(out.getvalue())))
     assert tuple(records[0]) == CSV_COLUMNS
-    by_id = {record["session_id"]: record for record in records}
-    two_runs = by_id[sessions["two_runs"].id]
-    assert two_runs["cost_usd"] == "0.003500120"
-    assert two_runs["cost_per_run_usd"] == "0.00175006"
-    assert two_runs["cache_hit_rate"] == "0.768386"
-    assert two_runs["models"] == "vendor/a"
-    assert two_runs["created_at"] == "2025-10-09T08:53:20.000+00:00"
-    assert (two_runs["runs"], two_runs["requests"], two_runs["cost_complete"]) == ("2", "3", "true")
-    unknown = by_id[sessions["unknown"].id]
-    assert (unknown["cost_usd"], unknown["cost_per_run_usd"], unknown["unknown_cost_requests"]) == (
-        "unknown",
-        "unknown",
-        "1",
-    )
-    empty = by_id[sessions["empty"].id]
-    assert (empty["cost_usd"], empty["cache_hit_rate"], empty["cost_per_run_usd"]) == ("0", "unknown", "unknown")
-    assert by_id[sessions["mixed"].id]["cost_complete"] == "false"
-    assert out.getvalue().endswith("\r\n")
-
-
-def test_tiny_and_large_amounts_are_written_in_plain_notation(tmp_path: Path) -> None:
-    row = SessionCostRow(
-        session_id="s",
-        title='Ünïcode, "quoted"\nline',
-        workspace=tmp_path,
-        created_at=T0,
-        models=("m1", "m2"),
-        usage=Usage(1, 1),
-        requests=3,
-        unknown_usage_requests=0,
-        cost=Decimal("1.2E-7"),
-        unknown_cost_requests=0,
-        runs=3,
-    )
-    big = SessionCostRow(**{**{f: getattr(row, f) for f in row.__slots__}, "cost": Decimal("1E+3"), "runs": 1})
-    path = tmp_path / "costs.csv"
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        write_costs_csv([row, big], handle)
-    with path.open(newline="", encoding="utf-8") as handle:
-        records = list(csv.DictReader(handle))
-    assert records[0]["title"] == row.title
-    assert (records[0]["cost_usd"], records[0]["cost_per_run_usd"], records[0]["models"]) == (
-        "0.00000012",
-        "0.00000004",
-        "m1;m2",
-    )
-    assert (records[1]["cost_usd"], records[1]["cost_per_run_usd"]) == ("1000", "1000")
+    as_json = json.loads(json.dumps(report.as_json()))
+    for record, row in zip(records[1:], as_json["rows"], strict=True):
+        fields = dict(zip(CSV_COLUMNS, record, strict=True))
+        assert fields["key"] == row["key"]
+        assert fields["cost_usd"] == (row["cost"] if row["cost"] is not None else "unknown")
+        assert int(fields["requests"]) == row["requests"]
+        assert int(fields["unknown_cost_requests"]) == row["unknownRequests"]
+        assert int(fields["not_billed_requests"]) == row["sources"]["not_billed"]
+    unknown_row = next(row for row in as_json["rows"] if row["key"] == sessions["unknown"].id)
+    assert (unknown_row["cost"], unknown_row["unknownRequests"]) == (None, 1)
+    assert "key" not in as_json["total"]
