@@ -11,7 +11,8 @@ import time
 from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QWidget
+from PySide6.QtGui import QPalette
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
 __all__ = ["Action", "Banner"]
 
@@ -25,8 +26,12 @@ class Banner(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setAccessibleName("Notice")
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(8, 4, 8, 4)
+        # The message above its buttons: it keeps the pane's whole width in a narrow centre pane.
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 6, 8, 6)
+        layout.setSpacing(4)
+        row = QHBoxLayout()
+        row.addStretch(1)
         self.text = QLabel()
         """The message."""
         self.text.setWordWrap(True)
@@ -36,13 +41,15 @@ class Banner(QWidget):
         """The action buttons (hidden when unused)."""
         self.dismiss = QPushButton("Dismiss")
         self.dismiss.setAccessibleName("Dismiss the notice")
-        layout.addWidget(self.text, 1)
+        layout.addWidget(self.text)
         for index, button in enumerate(self.buttons):
             button.clicked.connect(lambda _checked=False, index=index: self._clicked(index))
-            layout.addWidget(button)
-        layout.addWidget(self.dismiss)
+            row.addWidget(button)
+        row.addWidget(self.dismiss)
+        layout.addLayout(row)
         self.dismiss.clicked.connect(self.close_notice)
         self.setAutoFillBackground(True)
+        self.setBackgroundRole(QPalette.ColorRole.AlternateBase)
         self._callbacks: list[Callable[[], None]] = []
         self._timer = QTimer(self)
         self._timer.setInterval(250)

@@ -64,8 +64,10 @@ def action_for(error: BaseException | None, profile: ProviderProfile | None) -> 
         )
     if isinstance(error, RateLimitError):
         wait = error.retry_after if error.retry_after is not None else DEFAULT_RETRY_SECONDS
-        said = "as it asked" if error.retry_after is not None else "it named no time"
-        text = f"{name} is rate-limiting requests (HTTP {error.status}); {said}."
+        if error.retry_after is not None:
+            text = f"{name} is rate-limiting requests (HTTP {error.status}) and asked to wait {wait:g} s."
+        else:
+            text = f"{name} is rate-limiting requests (HTTP {error.status}) without saying how long to wait."
         return ErrorAction("rate_limit", text, retry_after=wait if wait <= MAX_WAIT_SECONDS else None)
     if getattr(error, "kind", None) == CONTEXT_LENGTH:
         return ErrorAction(

@@ -20,7 +20,7 @@ from typing import Any
 import PySide6
 import shiboken6
 from PySide6.QtCore import Qt, QUrl, qVersion
-from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QGuiApplication, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QGuiApplication, QKeySequence, QResizeEvent
 from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
@@ -61,6 +61,9 @@ from tiny_agent_gui.transcript import Composer, TranscriptView
 from tiny_agent_gui.welcome import WelcomeView
 
 _log = logging.getLogger(__name__)
+
+INSPECTOR_COLLAPSE_WIDTH = 900
+"""Below this window width the inspector starts hidden (View › Toggle Inspector, Ctrl+I, shows it)."""
 
 
 @dataclass
@@ -127,6 +130,7 @@ class MainWindow(QMainWindow):
         self.about_dialog: AboutDialog | None = None
         self._diagnostics_task: asyncio.Future[Diagnostics] | None = None
         self._auto_retries = 0
+        self._inspector_toggled = False
         self.shortcuts_dialog: ShortcutsDialog | None = None
         self._build_panes()
         self._build_menus()
@@ -173,6 +177,8 @@ class MainWindow(QMainWindow):
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setStretchFactor(2, 0)
         self.splitter.setSizes([320, 700, 420])
+        self._panes_sized_by_user = False
+        self.splitter.splitterMoved.connect(self._panes_moved)
 
         self.welcome = WelcomeView(self.services.keys.status(), detector=self._detector())
         self.cost_view = CostView(self.services.ledger, load=False)
@@ -525,7 +531,26 @@ class MainWindow(QMainWindow):
         self.sessions.focus_search()
 
     def _toggle_inspector(self) -> None:
+        self._inspector_toggled = True
         self.inspector.setVisible(not self.inspector.isVisible())
+
+    def _panes_moved(self, _position: int, _index: int) -> None:
+        self._panes_sized_by_user = True
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        """Share the width between the panes until the user drags a divider: the transcript gets the most; the
+        inspector collapses (Ctrl+I brings it back) below :data:`INSPECTOR_COLLAPSE_WIDTH`."""
+        super().resizeEvent(event)
+        self._fit_panes(event.size().width())
+
+    def _fit_panes(self, width: int) -> None:
+        if not self._inspector_toggled:
+            self.inspector.setVisible(width >= INSPECTOR_COLLAPSE_WIDTH)
+        if self._panes_sized_by_user or width <= 0:
+            return
+        sessions = max(200, min(320, width * 22 // 100))
+        inspector = max(280, min(460, width * 30 // 100)) if not self.inspector.isHidden() else 0
+        self.splitter.setSizes([sessions, max(300, width - sessions - inspector), inspector])
 
     # -- session events ---------------------------------------------------------------------------------------
 
@@ -688,12 +713,14 @@ class MainWindow(QMainWindow):
             self.session_title.setText("No session open")
             return
         steps = self.timeline.steps() if self.timeline is not None else []
+        answered = [step for step in steps if step.status == "settled" or step.usage is not None]
         cost, unknown = self._session_cost()
         self.status_usage.show_figures(
             SessionFigures(
                 usage=session.store.state.usage,
                 requests=len(steps),
-                unknown_usage=sum(1 for step in steps if step.usage is None),
+                unknown_usage=sum(1 for step in answered if step.usage is None),
+                unanswered=len(steps) - len(answered),
                 cost=cost,
                 unknown_cost=unknown,
                 last=self._last_step_usage or self._latest_recorded_usage(),
@@ -712,8 +739,10 @@ class MainWindow(QMainWindow):
         return steps[-1].usage if steps else None
 
     def _session_cost(self) -> tuple[Decimal | None, int]:
-        """The sum of the known request costs and how many requests' costs are unknown."""
+        """The sum of the known request costs and how many answered requests' costs are unknown (a request that
+        failed before any answer and reported no usage is not counted as unknown)."""
         steps = self.timeline.steps() if self.timeline is not None else []
+        steps = [step for step in steps if step.status == "settled" or step.usage is not None or step.cost is not None]
         known = [step.cost for step in steps if step.cost is not None]
         return (sum(known, Decimal(0)) if known else None), len(steps) - len(known)
 

@@ -65,7 +65,9 @@ class SessionFigures:
     requests: int
     """Model requests made (steps)."""
     unknown_usage: int
-    """Requests whose provider reported no usage (not counted in :attr:`usage`)."""
+    """Answered requests whose provider reported no usage (not counted in :attr:`usage`)."""
+    unanswered: int
+    """Requests that failed or were stopped before an answer, with no usage reported."""
     cost: Decimal | None
     """Sum of the known request costs (``None``: none is known)."""
     unknown_cost: int
@@ -77,7 +79,7 @@ class SessionFigures:
 def usage_text(figures: SessionFigures) -> str:
     """``Input 9.8k · Output 499 · Cached 31k (76%) · $0.054``; ``Usage unknown`` when no request reported any."""
     usage = figures.usage
-    if figures.requests and figures.unknown_usage == figures.requests:
+    if figures.unknown_usage and figures.unknown_usage == figures.requests - figures.unanswered:
         return f"Usage unknown · {cost_text(figures.cost, figures.unknown_cost, unknown='cost unknown')}"
     parts = [f"Input {compact_count(usage.input)}", f"Output {compact_count(usage.output)}"]
     rate = usage.cache_hit_rate
@@ -90,7 +92,7 @@ def usage_text(figures: SessionFigures) -> str:
         parts.append(f"Cache write {compact_count(usage.cache_write)}")
     parts.append(cost_text(figures.cost, figures.unknown_cost, unknown="cost unknown"))
     if figures.unknown_usage:
-        parts.append(f"usage unknown for {plural(figures.unknown_usage, 'request')}")
+        parts.append(f"usage unknown for {plural(figures.unknown_usage, 'answer')}")
     return " · ".join(parts)
 
 
@@ -109,13 +111,16 @@ def usage_tooltip(figures: SessionFigures) -> str:
         f"Cost: {cost_text(figures.cost, figures.unknown_cost, unknown='unknown')}",
     ]
     if figures.unknown_usage:
-        lines.append(f"{plural(figures.unknown_usage, 'request')} reported no usage: unknown, not counted as zero.")
+        lines.append(f"{plural(figures.unknown_usage, 'answer')} came without usage: unknown, not counted as zero.")
+    if figures.unanswered:
+        lines.append(f"{plural(figures.unanswered, 'request')} failed or stopped before an answer, without usage.")
     lines.append("Figures are the provider's own; nothing is counted locally.")
     return "\n".join(lines)
 
 
 def _seconds(ms: float) -> str:
-    return f"{ms / 1000:.1f} s"
+    """``2.1 s``; ``46 ms`` below a tenth of a second (never ``0.0 s``)."""
+    return f"{ms:.0f} ms" if ms < 100 else f"{ms / 1000:.1f} s"
 
 
 def step_speed_text(latency_ms: float | None, ttft_ms: float | None, output_tokens: int | None) -> str:
@@ -129,7 +134,7 @@ def step_speed_text(latency_ms: float | None, ttft_ms: float | None, output_toke
         parts.append("output tokens unknown")
     else:
         generating = latency_ms - (ttft_ms or 0.0)
-        if generating > 0 and output_tokens > 0:
+        if generating >= 50 and output_tokens > 0:  # a shorter span gives no meaningful rate
             parts.append(f"{output_tokens / (generating / 1000):.0f} tok/s")
     return " · ".join(parts)
 
@@ -160,6 +165,7 @@ class SpeedLabel(QLabel):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setAccessibleName("Request speed")
+        self.setContentsMargins(0, 0, 12, 0)  # apart from the usage figures beside it
         self._started: float | None = None
         self._first: float | None = None
         self._chars = 0

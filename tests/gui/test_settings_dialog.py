@@ -366,3 +366,41 @@ def test_the_tools_page_says_when_commands_are_not_sandboxed(qtbot: QtBot, tmp_p
     qtbot.addWidget(page)
     assert "NOT sandboxed: bubblewrap (bwrap) is not installed" in page.sandbox_label.text()
     assert not page.network_check.isEnabled()
+
+
+def test_it_opens_on_one_provider_with_the_key_focused(qtbot: QtBot, env: Env, memory_keyring: MemoryKeyring) -> None:
+    env.settings.add_profile(ProfileConfig.from_preset("ollama", "ollama"))
+    env.settings.add_profile(ProfileConfig.from_preset("openrouter", "openrouter"))
+    dialog = env.dialog(qtbot)
+    dialog.show()
+    dialog.show_provider("openrouter")
+    qtbot.waitUntil(lambda: dialog.providers.key_edit.hasFocus(), timeout=2000)
+    current = dialog.providers.current()
+    assert current is not None
+    assert current.id == "openrouter"
+    assert dialog.tabs.currentWidget() is dialog.providers
+
+
+async def test_a_new_preset_gets_the_key_focus_and_a_listed_model(
+    qtbot: QtBot, env: Env, memory_keyring: MemoryKeyring
+) -> None:
+    env.calls.models = ["qwen3:8b"]
+    dialog = env.dialog(qtbot)
+    dialog.show()
+    page = dialog.providers
+    assert page.empty_hint.isVisible()
+    assert "Choose a provider type above" in page.empty_hint.text()
+    dialog.add_provider("openrouter")
+    await until(page.key_edit.hasFocus)
+    assert not page.empty_hint.isVisible()
+    assert env.calls.seen == []  # a cloud provider waits for its key
+    page.key_edit.setText(SECRET)
+    page.key_edit.editingFinished.emit()
+    await until(lambda: page.model_combo.currentText() == "qwen3:8b")
+    assert page.test_status.text() == "1 model; qwen3:8b selected (choose another above)."
+    page.add_profile("ollama")  # a local server needs no key: its models are listed at once
+    await until(lambda: len(env.calls.seen) == 2)
+    await until(lambda: page.model_combo.currentText() == "qwen3:8b")
+    assert dialog.save()
+    assert [(p.id, p.model) for p in env.settings.profiles] == [("openrouter", "qwen3:8b"), ("ollama", "qwen3:8b")]
+    assert memory_keyring.secrets == {(SERVICE, "openrouter"): SECRET}
