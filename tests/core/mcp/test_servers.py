@@ -1,0 +1,237 @@
+"""Real MCP servers (written with the ``mcp`` SDK) over stdio and Streamable HTTP, through the Tool API."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+
+import pytest
+
+from tests.core.mcp.conftest import http_server, stdio_server
+from tiny_agent_core.errors import ToolAborted
+from tiny_agent_core.mcp.catalog import Catalog, HttpServer, ServerSpec, StdioServer
+from tiny_agent_core.mcp.errors import McpCatalogError, McpConnectError
+from tiny_agent_core.mcp.names import function_name
+from tiny_agent_core.mcp.results import MAX_RESULT_BYTES
+from tiny_agent_core.mcp.servers import McpServers
+from tiny_agent_core.mcp.tool import McpTool
+from tiny_agent_core.tools.base import Tool
+
+pytestmark = pytest.mark.timeout(60)
+
+REMOTE_TOOLS = {"echo", "fail", "crash", "hang", "env", "pid", "big"}
+
+
+def catalog(*specs: ServerSpec) -> Catalog:
+    return Catalog({spec.alias: spec for spec in specs})
+
+
+def tool(servers: McpServers, remote: str) -> McpTool:
+    return next(item for item in servers.tools() if item.remote_name == remote)
+
+
+async def test_stdio_tools_are_listed_named_and_answered() -> None:
+    async with McpServers.connect(catalog(stdio_server("local")), ["local"]) as servers:
+        tools = servers.tools()
+        assert {item.remote_name for item in tools} == REMOTE_TOOLS
+        echo = tool(servers, "echo")
+        assert isinstance(echo, Tool)
+        assert echo.name == function_name("local", "echo")
+        assert echo.display_name == "mcp:local/echo"
+        assert echo.replay == "never"
+        assert str(echo.replay_key).startswith("mcp:")
+        assert echo.parameters["properties"]["text"]["type"] == "string"
+        outcome = await echo.execute({"text": "hello"})
+    assert not outcome.is_error
+    # text content, then structuredContent as JSON, joined by a blank line (notes §7.7)
+    assert outcome.content == 'hello\n\n{"result": "hello"}'
+
+
+async def test_http_tools_are_listed_and_answered(http_url: str) -> None:
+    async with McpServers.connect(catalog(http_server(http_url, "remote")), ["remote"]) as servers:
+        assert {item.remote_name for item in servers.tools()} == REMOTE_TOOLS
+        outcome = await tool(servers, "echo").execute({"text": "über"})
+        failed = await tool(servers, "fail").execute({"message": "no such row"})
+    assert outcome.content == 'über\n\n{"result": "über"}'
+    assert failed.is_error
+    assert failed.content == "Error: MCP tool error: Error executing tool fail: no such row"
+
+
+async def test_is_error_is_an_error_outcome() -> None:
+    async with McpServers.connect(catalog(stdio_server()), ["t"]) as servers:
+        outcome = await tool(servers, "fail").execute({"message": "disk full"})
+    assert outcome.is_error
+    assert outcome.content == "Error: MCP tool error: Error executing tool fail: disk full"
+
+
+async def test_a_large_result_is_cut_to_50_kb_with_a_marker() -> None:
+    async with McpServers.connect(catalog(stdio_server()), ["t"]) as servers:
+        outcome = await tool(servers, "big").execute({"size": 200_000})
+    head, marker = outcome.content.rsplit("\n\n", 1)
+    assert len(head.encode()) == MAX_RESULT_BYTES
+    assert marker.startswith("[MCP result truncated:")
+
+
+async def test_a_crash_mid_call_is_an_error_outcome_at_once() -> None:
+    async with McpServers.connect(catalog(stdio_server(call_timeout_ms=30_000)), ["t"]) as servers:
+        started = time.monotonic()
+        outcome = await tool(servers, "crash").execute({})
+        elapsed = time.monotonic() - started
+        after = await tool(servers, "echo").execute({"text": "still there?"})
+    assert outcome.is_error
+    assert "MCP server t" in outcome.content
+    assert elapsed < 5
+    assert after.is_error
+
+
+async def test_a_server_that_never_answers_times_out_at_call_timeout() -> None:
+    async with McpServers.connect(catalog(stdio_server(call_timeout_ms=500)), ["t"]) as servers:
+        started = time.monotonic()
+        outcome = await tool(servers, "hang").execute({})
+        elapsed = time.monotonic() - started
+        after = await tool(servers, "echo").execute({"text": "next"})
+    assert outcome == outcome.error("MCP server t did not answer within 500 ms")
+    assert 0.5 <= elapsed < 3
+    assert after.content.startswith("next")
+
+
+async def test_a_hanging_http_call_times_out(http_url: str) -> None:
+    async with McpServers.connect(catalog(http_server(http_url, call_timeout_ms=400)), ["h"]) as servers:
+        outcome = await tool(servers, "hang").execute({})
+    assert outcome.content == "Error: MCP server h did not answer within 400 ms"
+
+
+async def test_the_cancel_event_ends_a_call_promptly() -> None:
+    async with McpServers.connect(catalog(stdio_server()), ["t"]) as servers:
+        cancel = asyncio.Event()
+        asyncio.get_running_loop().call_later(0.3, cancel.set)
+        started = time.monotonic()
+        with pytest.raises(ToolAborted):
+            await tool(servers, "hang").execute({}, cancel=cancel)
+        assert time.monotonic() - started < 2
+
+
+async def test_cancelling_the_task_ends_a_call_promptly() -> None:
+    async with McpServers.connect(catalog(stdio_server()), ["t"]) as servers:
+        call = asyncio.ensure_future(tool(servers, "hang").execute({}))
+        await asyncio.sleep(0.3)
+        call.cancel()
+        started = time.monotonic()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        assert time.monotonic() - started < 1
+
+
+async def test_closing_kills_the_stdio_server() -> None:
+    async with McpServers.connect(catalog(stdio_server()), ["t"]) as servers:
+        outcome = await tool(servers, "pid").execute({})
+        pid = int(outcome.content.split("\n\n")[0])
+        os.kill(pid, 0)  # alive
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+async def test_a_server_that_cannot_start_is_a_typed_error() -> None:
+    missing = StdioServer("gone", "/nonexistent/mcp-server")
+    started = time.monotonic()
+    with pytest.raises(McpConnectError) as caught:
+        async with McpServers.connect(catalog(missing), ["gone"]):
+            pass
+    assert caught.value.cause == "connection_failed"
+    assert caught.value.alias == "gone"
+    assert "MCP server gone" in str(caught.value)
+    assert time.monotonic() - started < 2
+
+
+async def test_a_server_that_exits_at_start_says_why() -> None:
+    broken = StdioServer("broken", sys.executable, ("-c", "import sys; sys.exit('no database configured')"))
+    with pytest.raises(McpConnectError) as caught:
+        async with McpServers.connect(catalog(broken), ["broken"]):
+            pass
+    assert caught.value.cause == "connection_failed"
+    assert "no database configured" in str(caught.value)
+
+
+async def test_a_server_that_never_shakes_hands_times_out_at_connect() -> None:
+    silent = StdioServer("silent", sys.executable, ("-c", "import time; time.sleep(60)"))
+    started = time.monotonic()
+    with pytest.raises(McpConnectError) as caught:
+        async with McpServers.connect(catalog(silent), ["silent"], connect_timeout=1.0):
+            pass
+    assert caught.value.cause == "timeout"
+    # the connect timeout, then the SDK's bounded stop (stdin closed, 2 s grace, then SIGTERM)
+    assert time.monotonic() - started < 6
+
+
+async def test_one_failing_server_closes_the_others() -> None:
+    specs = catalog(stdio_server("good"), StdioServer("bad", "/nonexistent/mcp-server"))
+    with pytest.raises(McpConnectError) as caught:
+        async with McpServers.connect(specs, ["good", "bad"]):
+            pass
+    assert caught.value.alias == "bad"
+
+
+async def test_an_unknown_alias_is_a_catalog_error() -> None:
+    with pytest.raises(McpCatalogError, match="unknown MCP server: nope"):
+        async with McpServers.connect(catalog(stdio_server()), ["nope"]):
+            pass
+
+
+async def test_no_secret_of_this_process_reaches_the_stdio_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    canary = "sk-canary-0123456789abcdef"
+    monkeypatch.setenv("OPENROUTER_API_KEY", canary)
+    monkeypatch.setenv("TINY_AGENT_UNLISTED", "not for children")
+    configured = stdio_server(env={"SERVICE_TOKEN": "configured-for-this-server"})
+    async with McpServers.connect(catalog(configured), ["t"]) as servers:
+        env = tool(servers, "env")
+        seen = {
+            name: (await env.execute({"name": name})).content.split("\n\n")[0]
+            for name in ("OPENROUTER_API_KEY", "TINY_AGENT_UNLISTED", "SERVICE_TOKEN", "PATH")
+        }
+    assert seen["OPENROUTER_API_KEY"] == "<unset>"
+    assert seen["TINY_AGENT_UNLISTED"] == "<unset>"
+    assert seen["SERVICE_TOKEN"] == "configured-for-this-server"  # the user gave it to this server
+    assert seen["PATH"] != "<unset>"
+
+
+async def test_allowed_tools_limit_what_is_offered() -> None:
+    async with McpServers.connect(catalog(stdio_server(allowed_tools=("echo",))), ["t"]) as servers:
+        assert [item.remote_name for item in servers.tools()] == ["echo"]
+    with pytest.raises(McpConnectError) as caught:
+        async with McpServers.connect(catalog(stdio_server(allowed_tools=("echo", "delete"))), ["t"]):
+            pass
+    assert caught.value.cause == "invalid_server"
+    assert "delete" in str(caught.value)
+
+
+async def test_a_missing_token_is_a_configuration_error(http_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MCP_TEST_TOKEN", raising=False)
+    with pytest.raises(McpConnectError) as caught:
+        async with McpServers.connect(catalog(http_server(http_url, token_env="MCP_TEST_TOKEN")), ["h"]):
+            pass
+    assert caught.value.cause == "configuration"
+    assert "MCP_TEST_TOKEN" in str(caught.value)
+
+
+async def test_a_redirect_is_refused(http_url: str) -> None:
+    """A server that answers with a redirect (even to the real server, same origin) is not followed."""
+
+    async def redirect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while (await reader.readline()) not in (b"\r\n", b""):
+            pass
+        writer.write(f"HTTP/1.1 307 Temporary Redirect\r\nLocation: {http_url}\r\nContent-Length: 0\r\n\r\n".encode())
+        await writer.drain()
+        writer.close()
+
+    listener = await asyncio.start_server(redirect, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    try:
+        spec = HttpServer("moved", f"http://127.0.0.1:{port}/mcp")
+        with pytest.raises(McpConnectError) as caught:
+            async with McpServers.connect(catalog(spec), ["moved"], connect_timeout=5):
+                pass
+    finally:
+        listener.close()
+    assert caught.value.cause == "connection_failed", str(caught.value)

@@ -1,0 +1,86 @@
+"""The MCP servers of one run or window: connect the chosen ones, offer their tools, close them.
+
+::
+
+    catalog = load_catalog(path)
+    async with McpServers.connect(catalog, ["docs", "files"]) as servers:
+        agent = Agent(..., tools=[*builtin_tools(workspace), *servers.tools()])
+        ...
+
+Only the named aliases are connected, all at once; when one cannot be (it does not start, hangs up, answers too
+slowly or breaks a limit) the others are closed and its :class:`~tiny_agent_core.mcp.errors.McpConnectError`
+is raised, as the reference aborts its start-up. Leaving the block closes every server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import asynccontextmanager
+
+from tiny_agent_core.mcp.catalog import Catalog
+from tiny_agent_core.mcp.connection import CONNECT_TIMEOUT, Connection
+from tiny_agent_core.mcp.errors import McpConnectError
+from tiny_agent_core.mcp.limits import check_tools
+from tiny_agent_core.mcp.tool import McpTool
+
+__all__ = ["McpServers"]
+
+
+class McpServers:
+    """Connected servers and their tools, by alias in the order asked."""
+
+    def __init__(self, tools: Mapping[str, list[McpTool]], connections: list[Connection]) -> None:
+        self._tools = dict(tools)
+        self._connections = connections
+
+    @classmethod
+    @asynccontextmanager
+    async def connect(
+        cls,
+        catalog: Catalog,
+        aliases: Iterable[str],
+        *,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        environ: Mapping[str, str] | None = None,
+    ) -> AsyncIterator[McpServers]:
+        """Connect the servers ``aliases`` of ``catalog`` (each within ``connect_timeout`` s); close them on leaving.
+
+        An unknown alias is a :class:`~tiny_agent_core.mcp.errors.McpCatalogError`; a server that cannot be
+        connected an :class:`~tiny_agent_core.mcp.errors.McpConnectError`.
+        """
+        specs = catalog.select(aliases)
+        opening = (Connection.open(spec, connect_timeout=connect_timeout, environ=environ) for spec in specs)
+        opened = await asyncio.gather(*opening, return_exceptions=True)
+        connections = [item for item in opened if isinstance(item, Connection)]
+        servers = cls({}, connections)
+        try:
+            for item in opened:
+                if isinstance(item, BaseException):
+                    raise item
+            for connection in connections:
+                try:
+                    offered = check_tools(connection.alias, connection.tools, connection.spec.allowed_tools)
+                except ValueError as error:
+                    raise McpConnectError(connection.alias, "invalid_server", str(error)) from None
+                servers._tools[connection.alias] = [McpTool(connection, remote) for remote in offered]
+            yield servers
+        finally:
+            await servers.aclose()
+
+    def tools(self) -> list[McpTool]:
+        """Every offered tool, server by server."""
+        return [tool for tools in self._tools.values() for tool in tools]
+
+    def tools_of(self, alias: str) -> list[McpTool]:
+        """The offered tools of the server ``alias`` (``KeyError`` when it is not connected)."""
+        return list(self._tools[alias])
+
+    @property
+    def aliases(self) -> list[str]:
+        """The connected servers."""
+        return list(self._tools)
+
+    async def aclose(self) -> None:
+        """Close every server (concurrently; each close is bounded)."""
+        await asyncio.gather(*(connection.close() for connection in self._connections))
