@@ -22,7 +22,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from tiny_agent_core.cli import chat, index, price, run, session, wire
+from tiny_agent_core.cli import chat, cost, index, price, run, session, wire
 from tiny_agent_core.cli.output import discard_stdout, one_line
 
 DEBUG_ENV = "TINY_AGENT_DEBUG"
@@ -59,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     chat.register(subparsers)
     session.register(subparsers)
     price.register(subparsers)
+    cost.register(subparsers)
     run.register(subparsers)
     return parser
 

@@ -150,7 +150,7 @@ def report_recovery(conn: IndexConnection) -> None:
         print(f"tiny-agent: {conn.recovery.message}", file=sys.stderr, flush=True)
 
 
-def _using_index(work: Callable[[IndexConnection], _T]) -> _T:
+def using_index(work: Callable[[IndexConnection], _T]) -> _T:
     """``work(conn)`` on the index; when that finds the file damaged, once more on a replacement rebuilt from the
     session files. A recovery is reported on stderr; other failures raise ``LedgerError`` or ``sqlite3.Error``."""
     try:
@@ -166,7 +166,8 @@ def _using_index(work: Callable[[IndexConnection], _T]) -> _T:
         return work(conn)
 
 
-def _index_failed(error: LedgerError | sqlite3.Error) -> int:
+def index_failed(error: LedgerError | sqlite3.Error) -> int:
+    """Say on stderr, in one line, that the index could not be used; returns exit code 2."""
     message = str(error) if isinstance(error, LedgerError) else f"The index database failed: {error}."
     print(f"tiny-agent: {message}", file=sys.stderr)
     return 2
@@ -181,9 +182,9 @@ def run_sessions(args: argparse.Namespace) -> int:
         return corrupt, list_sessions(conn, None if args.all else workspaces[0])
 
     try:
-        corrupt, summaries = _using_index(scan_and_list)
+        corrupt, summaries = using_index(scan_and_list)
     except (LedgerError, sqlite3.Error) as error:
-        return _index_failed(error)
+        return index_failed(error)
     for item in corrupt:
         print(f"tiny-agent: skipped {item.path}: {item.code} at line {item.line}", file=sys.stderr)
     if args.json:
@@ -198,8 +199,8 @@ def run_sessions(args: argparse.Namespace) -> int:
 def run_rebuild(args: argparse.Namespace) -> int:
     """Handler of ``index rebuild``."""
     try:
-        report = _using_index(lambda conn: rebuild(conn, args.workspace))
+        report = using_index(lambda conn: rebuild(conn, args.workspace))
     except (LedgerError, sqlite3.Error) as error:
-        return _index_failed(error)
+        return index_failed(error)
     print(json.dumps(report.as_json(), ensure_ascii=False))
     return 0

@@ -195,6 +195,42 @@ class WhatIf:
     """Where the rates came from, or why there is no estimate; always says it is an estimate."""
 
 
+def money_text(amount: Decimal) -> str:
+    """US dollars for people: cents from $1 up, else two significant digits (``$0.012``, ``$0.0009``), so small
+    per-request costs stay comparable; never "$0.00" for a non-zero cost."""
+    if amount == 0:
+        return "$0.00"
+    if abs(amount) >= 1:
+        return f"${amount.quantize(Decimal('0.01'), rounding=ROUND_HALF_EVEN):,}"
+    places = 1 - amount.adjusted()
+    digits = f"{amount.quantize(Decimal(1).scaleb(-max(places, 2)), rounding=ROUND_HALF_EVEN):f}"
+    whole, _, fraction = digits.partition(".")
+    return f"${whole}.{fraction.rstrip('0').ljust(2, '0')}"
+
+
+def cost_text(cost: Decimal | None, unknown_requests: int = 0, *, unknown: str = "unknown") -> str:
+    """``$0.12``; ``≥ $0.12 + 2 unknown`` when some requests' costs are unknown (a lower bound); ``unknown`` when
+    none is known — never $0 for an unknown cost."""
+    if cost is None:
+        return unknown
+    if unknown_requests:
+        return f"≥ {money_text(cost)} + {unknown_requests} unknown"
+    return money_text(cost)
+
+
+def row_cost_text(row: CostRow) -> str:
+    """:func:`cost_text` of a row, except that a row whose requests all cost nothing says why: ``not billed``
+    (failed requests), ``local — no API charge``, or both."""
+    free = [
+        text
+        for source, text in (("not_billed", "not billed"), ("local", "local — no API charge"))
+        if row.sources.get(source)
+    ]
+    if row.requests and free and row.sources["not_billed"] + row.sources["local"] == row.requests:
+        return ", ".join(free)
+    return cost_text(row.cost, row.unknown_cost_requests)
+
+
 def _plain(amount: Decimal | None) -> str | None:
     return None if amount is None else format(amount, "f")
 
