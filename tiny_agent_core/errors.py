@@ -8,14 +8,17 @@ show ``str(error)``, which is always a sentence a user can act on::
     ├── ProviderError              anything a provider sent (or failed to send); ``kind`` names the class
     │   ├── MalformedResponseError     framing, JSON or shape the seam cannot accept        kind "malformed"
     │   │   ├── InvalidAssistantMessage    the normalization seam rejected the message
-    │   │   └── ResponseTooLargeError      the response exceeded a size limit (``limit``); it was not read further
+    │   │   ├── ResponseTooLargeError      the response exceeded a size limit (``limit``); it was not read further
+    │   │   └── EmptyStreamError           a 200 stream that ended before its first event
     │   ├── ContentFilteredError       the provider filtered or refused the output          kind "content_filter"
+    │   ├── EmptyResponseError         the model answered with no text and no tool call       kind "empty_response"
     │   ├── ProviderReportedError      an ``error`` object / ``finish_reason: error`` in 2xx kind "provider_error"
     │   ├── ProviderHTTPError          HTTP status >= 400                                     kind "http_error"
     │   │   ├── AuthenticationError        401 / 403
     │   │   ├── PaymentRequiredError       402
     │   │   ├── ModelNotFoundError         404
     │   │   ├── RateLimitError             408 / 429 (``retry_after`` when known)
+    │   │   ├── ContextLengthError         the prompt does not fit the model's context window    kind "context_length"
     │   │   └── ServerError                5xx
     │   ├── ProviderConfigurationError the request cannot be built (e.g. a key HTTP cannot carry) kind "configuration"
     │   ├── ProviderTimeoutError       connect, read or whole-request timeout                 kind "timeout"
@@ -47,6 +50,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from pathlib import Path
 
     from tiny_agent_core.usage import Usage
@@ -99,6 +103,20 @@ class ResponseTooLargeError(MalformedResponseError):
         self.limit = limit
 
 
+class EmptyStreamError(MalformedResponseError):
+    """A streamed response was accepted (2xx) but ended before any event arrived.
+
+    llama-cpp-python answers a streamed request with ``tool_choice: "auto"`` this way (it cannot stream automatic
+    tool choice); the client then resends the request without streaming (outbound repair ``tools_not_streamed``).
+    """
+
+
+class EmptyResponseError(ProviderError):
+    """The model answered with neither text nor a tool call (a blank answer is not an answer)."""
+
+    kind: ClassVar[str] = "empty_response"
+
+
 class ContentFilteredError(ProviderError):
     """The provider filtered the prompt or the output, or the model refused."""
 
@@ -148,6 +166,28 @@ class ModelNotFoundError(ProviderHTTPError):
 
 class RateLimitError(ProviderHTTPError):
     """408/429: too many requests or tokens; retry later."""
+
+
+class ContextLengthError(ProviderHTTPError):
+    """The prompt (with the room asked for the answer) does not fit the model's context window.
+
+    Retrying the same request fails the same way: the way out is a shorter context (compact the session) or a new
+    session. ``context_length`` is the window in tokens when the provider or the profile said it.
+    """
+
+    kind: ClassVar[str] = "context_length"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int,
+        body: str = "",
+        context_length: int | None = None,
+        usage: Usage | None = None,
+    ) -> None:
+        super().__init__(message, status=status, body=body, usage=usage)
+        self.context_length = context_length
 
 
 class ServerError(ProviderHTTPError):
@@ -242,9 +282,10 @@ class StepLimitError(AgentError):
 class RecoveryBlockedError(AgentError):
     """Crash recovery stopped: continuing could repeat or misattribute work (reference notes §5.11).
 
-    ``reason`` is the planner's: ``configuration_changed``, ``environment_changed``,
-    ``replay_declaration_changed`` or ``attempts_exhausted``. The two ways out are to restore the configuration the
-    session was running with (model, tools, workspace) and recover again, or to abort the unfinished operation.
+    ``reason`` is the planner's: ``configuration_changed``, ``environment_changed``, ``replay_declaration_changed``
+    or ``attempts_exhausted``; ``differences`` says what changed, when known. The two ways out are to restore the
+    configuration the session was running with (model, tools, workspace) and recover again, or to abort the
+    unfinished operation.
     """
 
     EXPLANATIONS: ClassVar[dict[str, str]] = {
@@ -254,13 +295,16 @@ class RecoveryBlockedError(AgentError):
         "attempts_exhausted": "the interrupted model request was already retried once",
     }
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, differences: Sequence[str] = ()) -> None:
         why = self.EXPLANATIONS.get(reason, reason)
+        changed = f" (what differs: {'; '.join(differences)})" if differences else ""
         super().__init__(
-            f"Session recovery blocked ({reason}): {why}. Restore the previous configuration and recover again, "
-            "or abort the unfinished operation."
+            f"Session recovery blocked ({reason}): {why}{changed}. Restore the previous configuration and recover "
+            "again, or abort the unfinished operation."
         )
         self.reason = reason
+        self.differences = tuple(differences)
+        """What differs from the interrupted step's configuration snapshot, one phrase per field."""
 
 
 class ToolError(TinyAgentError):

@@ -99,6 +99,14 @@ class ProfileConfig:
     """The chosen model id."""
     key_env: str | None = None
     """The environment variable that may supply the key for a run when no keyring is available."""
+    tool_choice_auto: bool | None = None
+    """Send ``tool_choice: "auto"`` with the tools (``None``: the provider's default; on for local servers)."""
+    stream_tools: bool | None = None
+    """Requests offering tools may be streamed (``None``: yes; set to false when the server was found unable)."""
+    null_content: bool | None = None
+    """The server accepts ``content: null`` in tool-call messages (``None``: the default; off for local servers)."""
+    context_length: int | None = None
+    """The model's context window in tokens (``None``: asked of a local server, else unknown)."""
 
     @property
     def is_custom(self) -> bool:
@@ -110,12 +118,27 @@ class ProfileConfig:
         if self.is_custom:
             if not self.base_url:
                 raise SettingsError(f"The custom provider {self.name!r} has no base URL.")
-            return replace(custom_profile(self.base_url, name=self.name), key_env=self.key_env)
-        preset = PRESETS.get(self.provider)
-        if preset is None:
-            raise SettingsError(f"The provider {self.provider!r} of {self.name!r} is not known to this version.")
-        profile = preset.with_base_url(self.base_url) if self.base_url else preset
-        return replace(profile, name=self.name, key_env=self.key_env)
+            profile = replace(custom_profile(self.base_url, name=self.name), key_env=self.key_env)
+        else:
+            preset = PRESETS.get(self.provider)
+            if preset is None:
+                raise SettingsError(f"The provider {self.provider!r} of {self.name!r} is not known to this version.")
+            profile = preset.with_base_url(self.base_url) if self.base_url else preset
+            profile = replace(profile, name=self.name, key_env=self.key_env)
+        chosen = {name: value for name, value in self.dialect_settings().items() if value is not None}
+        return replace(
+            profile,
+            dialect=replace(profile.dialect, **chosen),
+            context_length=self.context_length if self.context_length is not None else profile.context_length,
+        )
+
+    def dialect_settings(self) -> dict[str, bool | None]:
+        """The dialect fields this profile sets (``None``: the provider's default), by ``Dialect`` field name."""
+        return {
+            "tool_choice_auto": self.tool_choice_auto,
+            "stream_tools": self.stream_tools,
+            "null_content": self.null_content,
+        }
 
     @classmethod
     def from_preset(cls, preset_id: str, profile_id: str) -> ProfileConfig:
@@ -365,7 +388,22 @@ def _profile_to_json(profile: ProfileConfig) -> dict[str, Any]:
         "baseUrl": profile.base_url,
         "model": profile.model,
         "keyEnv": profile.key_env,
+        **{key: value for key, value in _dialect_json(profile).items() if value is not None},
     }
+
+
+_DIALECT_KEYS = (
+    ("toolChoiceAuto", "tool_choice_auto"),
+    ("streamTools", "stream_tools"),
+    ("nullContent", "null_content"),
+)
+"""(JSON key, :class:`ProfileConfig` attribute) of each dialect setting."""
+
+
+def _dialect_json(profile: ProfileConfig) -> dict[str, Any]:
+    out: dict[str, Any] = {key: getattr(profile, attribute) for key, attribute in _DIALECT_KEYS}
+    out["contextLength"] = profile.context_length
+    return out
 
 
 def _list(data: Mapping[str, Any], key: str, bad: _Bad) -> Iterable[Any]:
@@ -399,7 +437,25 @@ def _profile_from_json(entry: Any, where: str, bad: _Bad) -> ProfileConfig:
         raise bad(f"{where}.baseUrl", "is required for a custom provider")
     if key_env is not None and not _ENV_NAME.fullmatch(key_env):
         raise bad(f"{where}.keyEnv", f"is not an environment variable name: {key_env!r}")
-    return ProfileConfig(profile_id, provider, name, base_url and normalize_base_url(base_url), model, key_env)
+    flags: dict[str, bool | None] = {}
+    for key, attribute in _DIALECT_KEYS:
+        value = entry.get(key)
+        if value is not None and not isinstance(value, bool):
+            raise bad(f"{where}.{key}", "must be true, false or null")
+        flags[attribute] = value
+    context = entry.get("contextLength")
+    if context is not None and (type(context) is not int or not 0 < context < 1 << 31):
+        raise bad(f"{where}.contextLength", "must be a positive number of tokens or null")
+    return ProfileConfig(
+        profile_id,
+        provider,
+        name,
+        base_url and normalize_base_url(base_url),
+        model,
+        key_env,
+        context_length=context,
+        **flags,
+    )
 
 
 def _overrides_from_json(value: Any, bad: _Bad) -> dict[tuple[str, str], PriceOverride]:

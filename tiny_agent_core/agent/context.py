@@ -10,12 +10,17 @@ compares to decide whether an interrupted run may continue.
 this client's protocol mapping and ``routingIdentity`` is ``<provider profile>:<model>``: a session started
 elsewhere therefore recovers here only through the planner's ``configuration_changed`` choice, as between the
 reference's own languages.
+
+Token estimates (:func:`prompt_floor`, :func:`answer_room`) work on the request's UTF-8 JSON size, never a
+tokenizer: a floor (6 bytes a token, below any real tokenizer on text, code or JSON) tells when the server cannot
+have put the tools in the prompt, a ceiling (3 bytes a token) how much room the answer surely has.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +32,14 @@ from tiny_agent_core.tools.registry import definition_identity, replay_declarati
 
 ADAPTER_IDENTITY = "openai-compatible:chat-completions:v1"
 """Names the wire protocol the requests use; part of every configuration snapshot."""
+
+FLOOR_BYTES_PER_TOKEN = 6
+"""UTF-8 bytes of request JSON per token, at most, for a low estimate of a prompt's tokens."""
+CEILING_BYTES_PER_TOKEN = 3
+"""UTF-8 bytes of request JSON per token, at least, for a high estimate of a prompt's tokens."""
+MIN_ANSWER_ROOM = 64
+"""Below this many tokens of room, ``max_tokens`` is not sent: the server decides (and says if the prompt does not
+fit)."""
 
 _FRONTMATTER = re.compile(r"\A---\n(.*?)\n---(?:\n|\Z)", re.DOTALL)
 _FIELD = re.compile(r"^(name|description):[ \t]*(.*?)[ \t]*$", re.MULTILINE)
@@ -154,3 +167,22 @@ def current_configuration(configuration: Configuration, workspace: Path, tools: 
         "environmentIdentity": environment_identity(workspace),
         "tools": declarations,
     }
+
+
+def _request_bytes(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None) -> int:
+    text = json.dumps([list(messages), list(tools or ())], ensure_ascii=False)
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def prompt_floor(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None) -> int:
+    """A low estimate of the prompt tokens ``messages`` and ``tools`` need (see the module docstring)."""
+    return _request_bytes(messages, tools) // FLOOR_BYTES_PER_TOKEN
+
+
+def answer_room(
+    context_window: int, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None
+) -> int | None:
+    """The ``max_tokens`` that surely fits ``context_window`` after this prompt (a high estimate of it), or
+    ``None`` when that leaves less than :data:`MIN_ANSWER_ROOM` tokens."""
+    room = context_window - _request_bytes(messages, tools) // CEILING_BYTES_PER_TOKEN
+    return room if room >= MIN_ANSWER_ROOM else None

@@ -71,6 +71,60 @@ class StepFinished:
     dropped: tuple[str, ...]
     latency_ms: float | None
     ttft_ms: float | None
+    outbound_repairs: tuple[str, ...] = ()
+    """Outbound repairs applied to the request (``openai_chat.OUTBOUND_REPAIRS``), like ``repairs`` for the answer."""
+    streamed: bool = True
+    """The answer was streamed (else it came as one JSON body, so ``ttft_ms`` is the whole wait)."""
+    context_window: int | None = None
+    """The model's context window in tokens when known (profile setting or the server's word), else ``None``."""
+
+    @property
+    def tokens_per_second(self) -> float | None:
+        """Output tokens per second of this answer (see :func:`tokens_per_second`); ``None`` when unknown."""
+        output = self.usage.output if self.usage is not None else None
+        return tokens_per_second(output, self.latency_ms, self.ttft_ms, streamed=self.streamed)
+
+
+def tokens_per_second(
+    output_tokens: int | None, latency_ms: float | None, ttft_ms: float | None, *, streamed: bool
+) -> float | None:
+    """Output tokens per second: over the generation time (first token to last) when streamed, else over the whole
+    request; ``None`` when the token count or the time is unknown or zero."""
+    if not output_tokens or latency_ms is None:
+        return None
+    seconds = latency_ms / 1000
+    if streamed and ttft_ms is not None and latency_ms > ttft_ms:
+        seconds = (latency_ms - ttft_ms) / 1000
+    return round(output_tokens / seconds, 1) if seconds > 0 else None
+
+
+@dataclass(frozen=True)
+class DialectLearned:
+    """The server refused a valid form of a request and accepted it repaired: the profile's dialect changed.
+
+    ``changes`` maps the :class:`~tiny_agent_core.providers.openai_chat.Dialect` field to its new value (e.g.
+    ``{"stream_tools": False}``); the window can store it in the profile so the next session starts with it.
+    """
+
+    profile_id: str
+    base_url: str
+    changes: dict[str, bool]
+    repair: str
+    """The outbound repair the new dialect applies (``tools_not_streamed``, ``tool_call_content_empty_string``)."""
+
+
+@dataclass(frozen=True)
+class ToolsDropped:
+    """Tools were offered, but the server seems to have left them out of the prompt: no call was made and the
+    prompt had fewer tokens than the tool definitions alone need. The model cannot call tools through this server
+    as configured (e.g. llama-cpp-python without ``tool_choice``, or a chat template without tool support)."""
+
+    step_id: str
+    prompt_tokens: int
+    """What the server reported the prompt cost."""
+    expected_at_least: int
+    """A low estimate of the tokens the messages and tool definitions need."""
+    message: str
 
 
 @dataclass(frozen=True)
@@ -151,6 +205,8 @@ AgentEvent = (
     | ToolOutput
     | ToolFinished
     | RunFinished
+    | DialectLearned
+    | ToolsDropped
 )
 """Everything a view may receive."""
 

@@ -13,6 +13,13 @@ the reference's live loop does:
 - a run that would start more than ``max_steps`` model steps fails with ``step_limit`` (a looping model cannot run
   for ever).
 
+Local models: when the profile knows the model's context window, a local server gets ``max_tokens`` so the answer
+fits after the prompt (:func:`~tiny_agent_core.agent.context.answer_room`; never for cloud models, whose own
+defaults fit). When a server refuses a form of the request and accepts it repaired, the agent keeps the learned
+dialect for the rest of its life and emits :class:`~tiny_agent_core.agent.events.DialectLearned`. When tools were
+offered but the server's prompt-token count shows they never reached the model (and no call was ever made),
+:class:`~tiny_agent_core.agent.events.ToolsDropped` says so once per run.
+
 Tool output is masked (:mod:`~tiny_agent_core.redaction`: the provider key and secret-named environment values)
 and made persistable (a lone surrogate becomes U+FFFD, noted in the result) before it is committed, shown or sent.
 
@@ -30,15 +37,16 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from tiny_agent_core.agent.compaction import COMPACTION_PROMPT, CompactionCut, compaction_cut, compaction_messages
-from tiny_agent_core.agent.context import Configuration, current_configuration
+from tiny_agent_core.agent.context import Configuration, answer_room, current_configuration, prompt_floor
 from tiny_agent_core.agent.events import (
     AgentEvent,
     ApprovalNeeded,
+    DialectLearned,
     EventSink,
     RunFinished,
     RunStarted,
@@ -49,10 +57,12 @@ from tiny_agent_core.agent.events import (
     ToolCallProposed,
     ToolFinished,
     ToolOutput,
+    ToolsDropped,
     ToolStarted,
 )
 from tiny_agent_core.errors import (
     AgentBusyError,
+    EmptyResponseError,
     ProviderError,
     RecoveryBlockedError,
     StepLimitError,
@@ -61,7 +71,7 @@ from tiny_agent_core.errors import (
 from tiny_agent_core.pricing import Cost, Overrides, price_request
 from tiny_agent_core.providers import client as provider_client
 from tiny_agent_core.providers.capture import RawCapture
-from tiny_agent_core.providers.client import ChatCompleted, ProviderClient
+from tiny_agent_core.providers.client import ChatCompleted, ChatStream, ProviderClient
 from tiny_agent_core.providers.openai_chat import NormalizedResponse
 from tiny_agent_core.providers.profiles import ProviderProfile
 from tiny_agent_core.providers.transport import Timeouts
@@ -219,6 +229,8 @@ class Agent:
         self._phase_call_id: str | None = None
         self._last_outcome: RunResult | None = None
         self._capture: RawCapture | None = None
+        self._tools_called = False
+        self._tools_dropped = False
 
     # -- public API -------------------------------------------------------------------------------------------
 
@@ -347,6 +359,7 @@ class Agent:
         self._busy = True
         self._cancel = asyncio.Event()
         self._last_outcome = None
+        self._tools_called = self._tools_dropped = False
 
     def _leave(self) -> None:
         self._busy = False
@@ -415,9 +428,16 @@ class Agent:
                 if reason == "attempts_exhausted" and operation.kind == "run":
                     self._fail("model_error", "provider request attempts exhausted")
                 else:
-                    raise RecoveryBlockedError(reason)
+                    raise RecoveryBlockedError(reason, self._differences(reason, configuration))
             else:  # pragma: no cover - the planner's plan union is closed
                 raise AssertionError(f"unknown plan {kind}")
+
+    def _differences(self, reason: str, configuration: Configuration) -> list[str]:
+        """What differs between the interrupted step's configuration snapshot and this agent's, one phrase each."""
+        step = self.store.state.operation.step if self.store.state.operation.kind != "idle" else None
+        if reason != "configuration_changed" or step is None:
+            return []
+        return configuration_differences(step.configuration_snapshot, configuration.snapshot)
 
     def _step_limit_message(self) -> str:
         return (
@@ -520,6 +540,8 @@ class Agent:
     async def _stream(
         self, messages: list[dict[str, Any]], step_id: str, tools: list[dict[str, Any]] | None
     ) -> ChatCompleted:
+        window = self.profile.context_length
+        room = answer_room(window, messages, tools) if window is not None and self.profile.is_local else None
         stream = self.client.stream_chat(
             self.profile,
             model=self.model,
@@ -527,6 +549,7 @@ class Agent:
             tools=tools,
             api_key=self._api_key,
             timeouts=self._timeouts,
+            extra=None if room is None else {"max_tokens": room},
         )
         try:
             async with stream:
@@ -539,7 +562,19 @@ class Agent:
                         self._emit(ToolCallDelta(step_id, event.index, event.name, event.arguments))
         finally:
             self._capture = stream.capture
+            self._learn(stream)
         raise ProviderError("The provider stream ended without a result.")  # pragma: no cover - client guarantees
+
+    def _learn(self, stream: ChatStream) -> None:
+        """Keep a dialect the server taught during ``stream`` for the following requests, and say so."""
+        old, new = self.profile.dialect, stream.dialect
+        if new == old:
+            return
+        self.profile = replace(self.profile, dialect=new)
+        changes = {f.name: getattr(new, f.name) for f in fields(new) if getattr(new, f.name) != getattr(old, f.name)}
+        repair = "tools_not_streamed" if "stream_tools" in changes else "tool_call_content_empty_string"
+        _log.info("profile %s: the server needs %s", self.profile.id, repair)
+        self._emit(DialectLearned(self.profile.id, self.profile.base_url, changes, repair))
 
     async def _model_step(
         self,
@@ -612,6 +647,7 @@ class Agent:
         )
         cost = self._record(request, completed, None, None)
         self._step_finished(step_id, attempt_id, completed, cost)
+        self._check_tools_reached(step_id, messages, tools, response)
         for index, call in enumerate(response.message.calls):
             self._emit(ToolCallProposed(step_id, index, call.id, call.function.name, call.function.arguments))
         if response.message.calls:
@@ -620,7 +656,37 @@ class Agent:
         if response.stop_reason == "length":
             self._fail("model_error", "Model response was truncated by the output token limit.")
         elif not content.strip():
-            self._fail("empty_response", f"Model returned an empty response (finish_reason: {response.stop_reason}).")
+            message = f"Model returned an empty response (finish_reason: {response.stop_reason})."
+            self._fail("empty_response", message, EmptyResponseError(message))
+
+    def _check_tools_reached(
+        self,
+        step_id: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        response: NormalizedResponse,
+    ) -> None:
+        """Emit :class:`ToolsDropped` once per run when the offered tools cannot have reached the model."""
+        if response.message.calls:
+            self._tools_called = True
+        usage = response.usage
+        if not tools or usage is None or self._tools_called or self._tools_dropped:
+            return
+        prompt = usage.input + usage.cache_read + usage.cache_write
+        floor = prompt_floor(messages, tools)
+        if prompt >= floor:
+            return
+        self._tools_dropped = True
+        self._emit(
+            ToolsDropped(
+                step_id,
+                prompt,
+                floor,
+                f"The server left the tools out of the prompt ({prompt} prompt tokens; the messages and tool "
+                f"definitions need at least {floor}), so the model cannot call them. Check the server's tool "
+                'support (llama-cpp-python needs tool_choice "auto" and a function-calling chat format).',
+            )
+        )
 
     def _settle_compaction(
         self,
@@ -674,6 +740,9 @@ class Agent:
                 response.dropped,
                 timings.done_ms,
                 timings.first_token_ms,
+                outbound_repairs=response.outbound_repairs,
+                streamed=completed.capture.stream,
+                context_window=self.profile.context_length,
             )
         )
 
@@ -896,3 +965,28 @@ class Agent:
             self._on_event(event)
         except Exception:  # a broken view must never break a run
             _log.warning("event sink failed on %s", type(event).__name__, exc_info=True)
+
+
+def configuration_differences(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """What differs between two configuration snapshots, one phrase per field (``model 'a' → 'b'``, ``tools added:
+    bash``, ``system prompt``…); empty when they are equal."""
+    out: list[str] = []
+    if recorded.get("model") != current.get("model"):
+        out.append(f"model {recorded.get('model')!r} → {current.get('model')!r}")
+    if recorded.get("routingIdentity") != current.get("routingIdentity"):
+        out.append(f"provider {recorded.get('routingIdentity')!r} → {current.get('routingIdentity')!r}")
+    if recorded.get("systemPromptDigest") != current.get("systemPromptDigest"):
+        out.append("system prompt (workspace, AGENTS.md, skills or the offered tools' names)")
+    before = {item["name"]: item["definitionDigest"] for item in recorded.get("tools", ())}
+    after = {item["name"]: item["definitionDigest"] for item in current.get("tools", ())}
+    for label, names in (
+        ("tools added", [name for name in after if name not in before]),
+        ("tools removed", [name for name in before if name not in after]),
+        ("tool definitions changed", [name for name in after if name in before and before[name] != after[name]]),
+    ):
+        if names:
+            out.append(f"{label}: {', '.join(names)}")
+    for key, label in (("adapterIdentity", "wire adapter"), ("outputOptionsDigest", "output options")):
+        if recorded.get(key) != current.get(key):
+            out.append(label)
+    return out

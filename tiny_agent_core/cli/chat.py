@@ -7,11 +7,13 @@
   a known provider; none for local servers). Without ``--model`` the first id of ``GET /models`` is used.
 - Writes the answer text to stdout as it arrives (exactly the text; a final newline only on a terminal).
 - Success, exit 0: one JSON line on stderr
-  ``{"stopReason", "usage": {input, output, cacheRead, cacheWrite} or null, "latencyMs", "ttftMs", "requestId"}``
-  (``latencyMs`` from sending to the complete response; ``ttftMs`` to the first answer token, null if none;
-  ``requestId`` the provider's request id header, else its response id, else null).
+  ``{"stopReason", "usage": {input, output, cacheRead, cacheWrite} or null, "latencyMs", "ttftMs", "requestId",
+  "tokensPerSecond"}`` (``latencyMs`` from sending to the complete response; ``ttftMs`` to the first answer token,
+  null if none; ``requestId`` the provider's request id header, else its response id, else null;
+  ``tokensPerSecond`` output tokens per second from the first token to the last, null when usage is unknown).
 - Failure, exit 2: the last stderr line is ``{"error": {"kind", "message", "status"?, "retryAfter"?}}``, ``kind``
-  one of ``http_error``, ``timeout``, ``connection``, ``malformed``, ``content_filter``, ``provider_error``.
+  one of ``http_error``, ``context_length``, ``timeout``, ``connection``, ``malformed``, ``content_filter``,
+  ``provider_error``, ``empty_response`` (the model answered no text at all).
 - ``--timeout`` bounds each request as a whole, from sending it to the last byte of the response (so it is also
   the longest silence allowed): a server that trickles bytes cannot keep it open longer. Without it, a request
   may be silent for 120 s and take 600 s in all (the defaults of
@@ -32,8 +34,9 @@ import os
 import sys
 from typing import Any
 
+from tiny_agent_core.agent.events import tokens_per_second
 from tiny_agent_core.cli.arguments import base_url, request_timeouts, seconds
-from tiny_agent_core.errors import ProviderConfigurationError, ProviderError
+from tiny_agent_core.errors import EmptyResponseError, ProviderConfigurationError, ProviderError
 from tiny_agent_core.providers.client import ChatCompleted, ProviderClient, TextDelta, error_summary
 from tiny_agent_core.providers.profiles import ProviderProfile, check_api_key, list_models, profile_for_base_url
 from tiny_agent_core.providers.transport import Timeouts
@@ -107,6 +110,12 @@ async def _chat(args: argparse.Namespace, profile: ProviderProfile, key: str | N
                         sys.stdout.write(event.text)
                         sys.stdout.flush()
                     elif isinstance(event, ChatCompleted):
+                        if not (event.response.message.content or "").strip():
+                            raise EmptyResponseError(
+                                "The model returned an empty answer (finish_reason: "
+                                f"{event.response.stop_reason}); try again or another model.",
+                                usage=event.response.usage,
+                            )
                         return _succeed(event)
         except ProviderError as error:
             return _fail(error)
@@ -128,6 +137,12 @@ def _succeed(event: ChatCompleted) -> int:
         "latencyMs": _ms(capture.timings.done_ms),
         "ttftMs": _ms(capture.timings.first_token_ms),
         "requestId": capture.request_id or response.response_id,
+        "tokensPerSecond": tokens_per_second(
+            response.usage.output if response.usage else None,
+            capture.timings.done_ms,
+            capture.timings.first_token_ms,
+            streamed=capture.stream,
+        ),
     }
     print(json.dumps(summary), file=sys.stderr, flush=True)
     return 0

@@ -20,10 +20,24 @@
   during the run, one ``tiny-agent: …`` line says so and the run goes on (the session file holds everything).
 - The answer text streams to stdout as it arrives (if the reader closes stdout early, the run goes on without
   it). stderr gets progress lines (tool calls) and finally one JSON line: ``{"sessionId", "outcome", "usage":
-  {input, output, cacheRead, cacheWrite}, "cost": "<decimal>" or null, "costUnknownRequests": n, "requests": n,
-  "sandbox": {"sandboxed", "reason", "network"} or null (no bash/bg offered), "error"?: {"kind", "message",
-  "status"?, "retryAfter"?}}``. When bash or bg is offered but cannot be sandboxed, a stderr line says so first;
-  ``--no-network`` runs their commands without network (only inside the sandbox).
+  {input, output, cacheRead, cacheWrite} or null, "usageUnknownRequests": n, "cost": "<decimal>" or null,
+  "costUnknownRequests": n, "requests": n, "tokensPerSecond": x or null, "contextLength": n or null,
+  "toolsDropped": bool or null, "warnings": [{"kind", "message"}], "sandbox": {"sandboxed", "reason", "network"}
+  or null (no bash/bg offered), "error"?: {"kind", "message", "status"?, "retryAfter"?}}``. ``usage`` is the
+  session's reported total, ``null`` when no request ever reported usage (unknown, not 0); ``usageUnknownRequests``
+  counts this run's requests without usage. ``tokensPerSecond`` is output tokens per second of generation over the
+  requests that reported usage. ``toolsDropped`` is true when tools were offered but the server left them out of
+  the prompt (null: no tools offered or no usage to tell); ``warnings`` holds that and dialect repairs the server
+  needed (``kind`` ``tools_dropped``, ``dialect_learned``), each also a ``tiny-agent: …`` stderr line. When bash or
+  bg is offered but cannot be sandboxed, a stderr line says so first; ``--no-network`` runs their commands
+  without network (only inside the sandbox).
+- A local server (loopback, private or ``.local`` host) gets the local dialect (``tool_choice: "auto"`` with the
+  tools, ``""`` for a tool-call message's null content). ``--context-length TOKENS`` gives the model's context
+  window, ``--context-length auto`` asks the server (llama.cpp ``/props``, ``/models`` metadata, Ollama
+  ``/api/show``; 5 s at most each; unknown if none says); with a known window, a local server gets ``max_tokens``
+  so the answer fits after the prompt.
+- When recovery is blocked, the error says what differs from the interrupted step's configuration and a stderr
+  line gives the other way out: ``tiny-agent session abandon FILE``.
 - Exit 0 when the run completed, 2 when it failed or was aborted (or recovery was blocked). Invalid arguments
   (a workspace that is not a folder, a base URL that is not ``http``/``https`` with a host and a port in
   1–65535, a timeout that is not a number of seconds above 0, a step limit below 1) exit 2 with one line
@@ -43,11 +57,13 @@ import signal
 import sqlite3
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from tiny_agent_core.agent import events
+from tiny_agent_core.agent.events import tokens_per_second
 from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, Agent, RequestRecord, RunResult
 from tiny_agent_core.agent.recording import LedgerRecorder
 from tiny_agent_core.cli.arguments import base_url, existing_folder, positive_int, request_timeouts, seconds
@@ -58,12 +74,13 @@ from tiny_agent_core.errors import (
     LedgerError,
     ProviderConfigurationError,
     ProviderError,
+    RecoveryBlockedError,
     StepLimitError,
     TinyAgentError,
 )
 from tiny_agent_core.ledger import connect
 from tiny_agent_core.providers.client import ProviderClient, error_summary
-from tiny_agent_core.providers.profiles import ProviderProfile, check_api_key, profile_for_base_url
+from tiny_agent_core.providers.profiles import ProviderProfile, check_api_key, context_length, profile_for_base_url
 from tiny_agent_core.session.store import SessionStore, find_session
 from tiny_agent_core.tools.approval import non_interactive
 from tiny_agent_core.tools.bash import BashTool
@@ -106,7 +123,23 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help=f"most model steps in the run (default {DEFAULT_MAX_STEPS})",
     )
+    parser.add_argument(
+        "--context-length",
+        type=_context_length,
+        default=None,
+        metavar="TOKENS|auto",
+        help="the model's context window, or auto to ask the server (default: unknown)",
+    )
     parser.set_defaults(handler=run_command, parser=parser)
+
+
+AUTO = "auto"
+"""``--context-length auto``: ask the server."""
+
+
+def _context_length(text: str) -> int | str:
+    """``--context-length``: a number of tokens, or :data:`AUTO`."""
+    return AUTO if text.strip().lower() == AUTO else positive_int(text)
 
 
 class _Printer:
@@ -114,6 +147,8 @@ class _Printer:
 
     def __init__(self) -> None:
         self.requests: list[RequestRecord] = []
+        self.warnings: list[dict[str, str]] = []
+        self.tools_dropped = False
         self._last = "\n"
         """The last character written to stdout since the last separator ('\\n' before any)."""
         self._written = False
@@ -146,6 +181,20 @@ class _Printer:
             print(f"└ {event.outcome}: {first}", file=sys.stderr)
         elif isinstance(event, events.StepFinished) and event.message.calls and event.message.content:
             self.write("\n")
+        elif isinstance(event, events.ToolsDropped):
+            self.tools_dropped = True
+            self._warn("tools_dropped", event.message)
+        elif isinstance(event, events.DialectLearned):
+            changes = ", ".join(f"{name}={value}" for name, value in event.changes.items())
+            self._warn(
+                "dialect_learned",
+                f"the server refused a request and accepted it with the outbound repair {event.repair} ({changes}); "
+                "later requests of this run use it",
+            )
+
+    def _warn(self, kind: str, message: str) -> None:
+        self.warnings.append({"kind": kind, "message": message})
+        print(f"tiny-agent: {message}", file=sys.stderr, flush=True)
 
 
 _LEDGER_FAILURES = (TinyAgentError, sqlite3.Error, OSError)
@@ -196,16 +245,48 @@ def _sandbox(tools: ToolSet) -> dict[str, Any] | None:
     return {"sandboxed": status.available, "reason": status.reason, "network": confined[0].network}
 
 
-def _summary(store: SessionStore, result: RunResult, records: list[RequestRecord], tools: ToolSet) -> dict[str, Any]:
+def _tokens_per_second(records: list[RequestRecord]) -> float | None:
+    """Output tokens per second of generation, over the requests that reported usage."""
+    output = 0
+    seconds = 0.0
+    for record in records:
+        if record.usage is None or record.outcome != "settled":
+            continue
+        streamed = record.capture.stream if record.capture is not None else True
+        rate = tokens_per_second(record.usage.output, record.latency_ms, record.ttft_ms, streamed=streamed)
+        if rate:
+            output += record.usage.output
+            seconds += record.usage.output / rate
+    return round(output / seconds, 1) if seconds else None
+
+
+def _tools_dropped(printer: _Printer, tools: ToolSet) -> bool | None:
+    """True when the server left the offered tools out; ``None`` when no tools were offered or no answer had usage."""
+    if printer.tools_dropped:
+        return True
+    judged = len(tools) > 0 and any(r.usage is not None and r.outcome == "settled" for r in printer.requests)
+    return False if judged else None
+
+
+def _summary(
+    store: SessionStore, result: RunResult, printer: _Printer, tools: ToolSet, context: int | None
+) -> dict[str, Any]:
+    records = printer.requests
     known = [r.cost.amount for r in records if r.cost.amount is not None]
     total = sum(known, Decimal(0)) if known else None
+    reported = any(r.usage is not None for r in records) or store.state.usage.prompt + store.state.usage.output > 0
     out: dict[str, Any] = {
         "sessionId": store.session_id,
         "outcome": result.outcome,
-        "usage": store.state.usage.as_dict(),
+        "usage": store.state.usage.as_dict() if reported else None,
+        "usageUnknownRequests": sum(1 for r in records if r.usage is None),
         "cost": None if total is None else format(total, "f"),
         "costUnknownRequests": len(records) - len(known),
         "requests": len(records),
+        "tokensPerSecond": _tokens_per_second(records),
+        "contextLength": context,
+        "toolsDropped": _tools_dropped(printer, tools),
+        "warnings": printer.warnings,
         "sandbox": _sandbox(tools),
     }
     error = result.error
@@ -213,6 +294,8 @@ def _summary(store: SessionStore, result: RunResult, records: list[RequestRecord
         out["error"] = error_summary(error)
     elif isinstance(error, StepLimitError):
         out["error"] = {"kind": error.kind, "message": str(error)}
+    elif isinstance(error, RecoveryBlockedError):
+        out["error"] = {"kind": "recovery_blocked", "message": str(error), "differences": list(error.differences)}
     elif error is not None:
         out["error"] = {"kind": "agent_error", "message": str(error)}
     return out
@@ -247,6 +330,10 @@ async def _run(
         ledger(request)
 
     async with ProviderClient() as client:
+        if args.context_length == AUTO:
+            profile = replace(profile, context_length=await context_length(client.http, profile, args.model, key))
+        elif args.context_length is not None:
+            profile = replace(profile, context_length=args.context_length)
         agent = Agent(
             store=store,
             client=client,
@@ -269,6 +356,13 @@ async def _run(
         loop.add_signal_handler(signal.SIGINT, lambda: asyncio.ensure_future(agent.abort()))
         try:
             result = await _recover_then_run(agent, printer, args.prompt)
+        except RecoveryBlockedError as error:
+            print(
+                f"tiny-agent: {one_line(error)} To give up the unfinished operation instead: "
+                f"tiny-agent session abandon {store.path}",
+                file=sys.stderr,
+            )
+            result = RunResult("failed", error=error)
         except TinyAgentError as error:
             result = RunResult("failed", error=error)
         finally:
@@ -277,7 +371,7 @@ async def _run(
     if sys.stdout.isatty():
         printer.write("\n")
     ledger.close()
-    summary = _summary(store, result, printer.requests, agent.tools)
+    summary = _summary(store, result, printer, agent.tools, profile.context_length)
     print(json.dumps(summary, ensure_ascii=False), file=sys.stderr, flush=True)
     return 0 if result.outcome == "completed" else 2
 

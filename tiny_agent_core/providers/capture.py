@@ -115,6 +115,8 @@ class RawCapture:
     timings: Timings = field(default_factory=Timings)
     error: dict[str, Any] | None = None
     """``{kind, message, status?, retryAfter?}`` when the request failed."""
+    outbound_repairs: tuple[str, ...] = ()
+    """The outbound repairs applied to the request body as sent (``openai_chat.OUTBOUND_REPAIRS``)."""
 
     @property
     def request_id(self) -> str | None:
@@ -138,6 +140,7 @@ class RawCapture:
             "sseEvents": self.sse_events,
             "timings": self.timings.to_json(),
             "error": self.error,
+            "outboundRepairs": list(self.outbound_repairs),
         }
 
 
@@ -196,6 +199,7 @@ class CaptureRecorder:
         request_body: bytes,
         secret: str | None,
         limit: int = DEFAULT_CAPTURE_LIMIT,
+        outbound_repairs: tuple[str, ...] = (),
     ) -> None:
         self._secret = secret or None
         self._limit = limit
@@ -213,6 +217,7 @@ class CaptureRecorder:
             request_headers={
                 name.lower(): value for name, value in request_headers.items() if name.lower() not in _SECRET_HEADERS
             },
+            outbound_repairs=outbound_repairs,
         )
         self._finished = False
 

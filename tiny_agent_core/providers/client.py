@@ -11,7 +11,13 @@ produced from the JSON body.
 Always close a stream you stop reading early — ``async with client.stream_chat(...) as stream`` (or
 :func:`contextlib.aclosing`) — so the HTTP response is closed at once, not whenever the garbage collector runs.
 Cancelling the task that iterates closes the response promptly too. After the stream ends (result, failure or
-cancellation) ``stream.capture`` holds the raw wire record. Nothing is retried automatically.
+cancellation) ``stream.capture`` holds the raw wire record.
+
+Nothing is retried automatically, with one exception: a server that refuses a valid form of the request for its
+dialect (:func:`~tiny_agent_core.providers.openai_chat.dialect_fallback`: it cannot stream a request with tools,
+or refuses ``content: null``) gets the request once more in the form it accepts, before any event was yielded;
+``stream.dialect`` is then the dialect learned (the caller remembers it for the profile), and the result's
+``outbound_repairs`` name the repair.
 
 Every request is bounded: each wait by :class:`Timeouts` (``read`` between bytes, ``total`` for the whole
 request, so a trickling server cannot hold a run open), and every body by :class:`Limits` (bytes are counted as
@@ -26,7 +32,7 @@ import json
 import time
 import warnings
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any, Protocol, cast
 
@@ -37,6 +43,7 @@ from tiny_agent_core.errors import MalformedResponseError, ProviderError, Provid
 from tiny_agent_core.providers.capture import DEFAULT_CAPTURE_LIMIT, CaptureRecorder, RawCapture, scrub
 from tiny_agent_core.providers.openai_chat import (
     DEFAULT_LIMITS,
+    Dialect,
     Limits,
     NormalizedResponse,
     StreamAccumulator,
@@ -44,8 +51,10 @@ from tiny_agent_core.providers.openai_chat import (
     TextDelta,
     ToolCallDelta,
     UsageReported,
+    dialect_fallback,
     http_error,
     normalize_response_body,
+    repair_request,
 )
 from tiny_agent_core.providers.profiles import ProviderProfile
 from tiny_agent_core.providers.transport import (
@@ -109,7 +118,8 @@ def build_request_body(
     """The JSON request: ``{model, messages, tools?, stream: true, stream_options: {include_usage: true}}``.
 
     Without streaming (profile flag) the stream keys are left out; ``stream_options`` only where accepted.
-    ``extra`` adds request parameters (``temperature``, ``max_tokens``…) but never overrides the above.
+    ``extra`` adds request parameters (``temperature``, ``max_tokens``…) but never overrides the above. The
+    profile's outbound repairs are applied when the request is sent (:class:`ChatStream`), not here.
     """
     body: dict[str, Any] = dict(extra or {})
     body["model"] = model
@@ -228,6 +238,8 @@ class ChatStream:
         """The raw wire record, once the request has ended (success, failure or cancellation)."""
         self.result: NormalizedResponse | None = None
         """The canonical result, once the request has succeeded."""
+        self.dialect: Dialect = profile.dialect
+        """The dialect the request was last sent with: the profile's, or one learned from a refusal."""
         self._events = self._run()
         self._started = False
         self._ended = False
@@ -270,9 +282,25 @@ class ChatStream:
             error.body = scrub(error.body, key)
 
     async def _run(self) -> AsyncGenerator[ChatEvent, None]:
+        while True:
+            body, outbound = repair_request(self._body, self.dialect)
+            yielded = False
+            try:
+                async for event in self._send(body, outbound):
+                    yielded = True
+                    yield event
+                return
+            except ProviderError as error:
+                learned = None if yielded else dialect_fallback(error, body, self.dialect)
+                if learned is None:
+                    raise
+                self.dialect = learned
+                self._ended = False
+
+    async def _send(self, sent: dict[str, Any], outbound: tuple[str, ...]) -> AsyncGenerator[ChatEvent, None]:
         profile = self.profile
-        payload = json.dumps(self._body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        streaming = bool(self._body.get("stream"))
+        payload = json.dumps(sent, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        streaming = bool(sent.get("stream"))
         headers = {
             "Content-Type": "application/json",
             "Accept": "text/event-stream" if streaming else "application/json",
@@ -286,6 +314,7 @@ class ChatStream:
             request_body=payload,
             secret=self._api_key,
             limit=self._capture_limit,
+            outbound_repairs=outbound,
         )
         limits = self.limits
         try:
@@ -361,8 +390,8 @@ class ChatStream:
             raise
         self._ended = True
         self.capture = recorder.finish()
-        self.result = result
-        yield ChatCompleted(result, self.capture)
+        self.result = replace(result, outbound_repairs=outbound)
+        yield ChatCompleted(self.result, self.capture)
 
 
 class ProviderClient:
@@ -431,7 +460,8 @@ class ProviderClient:
         api_key: str | None = None,
         timeouts: Timeouts | None = None,
     ) -> ChatCompleted:
-        """Run one request to the end and return its :class:`ChatCompleted` (deltas are discarded)."""
+        """Run one request to the end and return its :class:`ChatCompleted` (deltas are discarded; the
+        profile's dialect and its fallbacks apply as for :meth:`stream_chat`)."""
         async with self.stream_chat(
             profile, model=model, messages=messages, tools=tools, api_key=api_key, timeouts=timeouts
         ) as stream:

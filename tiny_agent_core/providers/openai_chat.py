@@ -26,6 +26,21 @@ Dialect repairs (:data:`REPAIRS`):
 - ``usage_input_clamped``: cache reads plus writes exceed ``prompt_tokens`` (OpenRouter→Gemini reports the same
   tokens as both); uncached input is clamped to 0 as the reference does, and the inconsistency is visible.
 
+Outbound repairs (:data:`OUTBOUND_REPAIRS`) change what is *sent*, for servers that refuse or mishandle a valid
+request; each one follows from the profile's :class:`Dialect` (set per profile, or learned from the server's answer
+by :func:`dialect_fallback`) and is reported with the result (``outbound_repairs``):
+
+- ``tool_choice_auto``: ``tool_choice: "auto"`` is sent with the tools (llama-cpp-python leaves the tools out of the
+  prompt without it; ``"auto"`` is the API's default, so the meaning is unchanged).
+- ``tools_not_streamed``: a request offering tools is sent without streaming (llama-cpp-python cannot stream an
+  automatic tool choice: it answers 200 with an empty body); the same events are produced from the JSON body.
+- ``tool_call_content_empty_string``: an assistant tool-call message's ``content: null`` is sent as ``""``
+  (llama-cpp-python refuses ``null``: HTTP 500 "Input should be a valid string"); no text either way.
+
+A legacy ``function_call`` answer (without ``tool_calls``) is rejected: this client never sends ``functions`` and
+the call carries no id to bind a result to. A context-window overflow becomes
+:class:`~tiny_agent_core.errors.ContextLengthError` (kind ``context_length``) with the way out.
+
 Limits (:class:`Limits`, each default a module constant): a broken or hostile provider cannot make the app hold
 more than a bounded amount of memory or parse unbounded JSON. A response over a limit is refused with
 :class:`~tiny_agent_core.errors.ResponseTooLargeError` (kind ``malformed``); JSON nested deeper than
@@ -39,7 +54,7 @@ import json
 import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from email.utils import parsedate_to_datetime
@@ -51,6 +66,8 @@ from httpx_sse import EventSource
 from tiny_agent_core.errors import (
     AuthenticationError,
     ContentFilteredError,
+    ContextLengthError,
+    EmptyStreamError,
     MalformedResponseError,
     ModelNotFoundError,
     PaymentRequiredError,
@@ -80,6 +97,92 @@ REPAIRS = (
     "usage_input_clamped",
 )
 """Every dialect repair this adapter may apply, by name."""
+
+OUTBOUND_REPAIRS = ("tool_choice_auto", "tools_not_streamed", "tool_call_content_empty_string")
+"""Every outbound repair :func:`repair_request` may apply to a request, by name."""
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What one server needs of a request beyond the OpenAI API (see the module docstring's outbound repairs)."""
+
+    tool_choice_auto: bool = False
+    """Send ``tool_choice: "auto"`` with the tools (``tool_choice_auto``)."""
+    stream_tools: bool = True
+    """A request offering tools may be streamed; when off, it is sent without streaming (``tools_not_streamed``)."""
+    null_content: bool = True
+    """The server accepts ``content: null`` in an assistant tool-call message; when off it is sent as ``""``
+    (``tool_call_content_empty_string``)."""
+
+
+LOCAL_DIALECT = Dialect(tool_choice_auto=True, null_content=False)
+"""The dialect assumed for a local server (llama.cpp, llama-cpp-python, Ollama, LM Studio, vLLM): each repair is
+also valid for OpenAI-compatible servers that do not need it."""
+
+
+def repair_request(body: Mapping[str, Any], dialect: Dialect) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The request ``body`` as ``dialect`` needs it to be sent, and the names of the outbound repairs applied."""
+    out = dict(body)
+    names: list[str] = []
+    if out.get("tools"):
+        if dialect.tool_choice_auto and "tool_choice" not in out:
+            out["tool_choice"] = "auto"
+            names.append("tool_choice_auto")
+        if not dialect.stream_tools and out.get("stream"):
+            del out["stream"]
+            out.pop("stream_options", None)
+            names.append("tools_not_streamed")
+    if not dialect.null_content:
+        messages = [
+            {**message, "content": ""} if _null_content_call(message) else message
+            for message in out.get("messages", ())
+        ]
+        if messages != out.get("messages", []):
+            out["messages"] = messages
+            names.append("tool_call_content_empty_string")
+    return out, tuple(names)
+
+
+def _null_content_call(message: Any) -> bool:
+    return (
+        isinstance(message, Mapping)
+        and message.get("role") == "assistant"
+        and bool(message.get("tool_calls"))
+        and message.get("content") is None
+    )
+
+
+_STREAMING_TOOLS_REFUSED = re.compile(r"streaming tool choice is not supported", re.IGNORECASE)
+_NOT_A_STRING = re.compile(r"input should be a valid string", re.IGNORECASE)
+
+
+def dialect_fallback(error: ProviderError, body: Mapping[str, Any], dialect: Dialect) -> Dialect | None:
+    """The dialect to resend ``body`` with when ``error`` shows the server refused a valid form it used, else ``None``.
+
+    - A streamed request offering tools that ended empty (:class:`~tiny_agent_core.errors.EmptyStreamError`) or was
+      refused with "streaming tool choice is not supported": resend without streaming.
+    - An HTTP 400/422/500 saying "Input should be a valid string" for a request with an assistant tool-call message
+      whose ``content`` is ``null``: resend it as ``""``.
+
+    Each fallback happens at most once per request (the returned dialect no longer uses the refused form).
+    """
+    refused_stream = isinstance(error, EmptyStreamError) or _STREAMING_TOOLS_REFUSED.search(_error_text(error))
+    if refused_stream and dialect.stream_tools and body.get("stream") and body.get("tools"):
+        return replace(dialect, stream_tools=False)
+    if (
+        dialect.null_content
+        and isinstance(error, ProviderHTTPError)
+        and error.status in (400, 422, 500)
+        and _NOT_A_STRING.search(_error_text(error))
+        and any(_null_content_call(message) for message in body.get("messages", ()))
+    ):
+        return replace(dialect, null_content=False)
+    return None
+
+
+def _error_text(error: ProviderError) -> str:
+    return f"{error} {error.body}" if isinstance(error, ProviderHTTPError) else str(error)
+
 
 _NON_CONTENT_PARTS = frozenset({"reasoning", "thinking", "redacted_thinking"})
 
@@ -159,6 +262,8 @@ class NormalizedResponse:
     """The provider's response id, for support requests."""
     model: str | None = None
     """The model the provider says answered."""
+    outbound_repairs: tuple[str, ...] = ()
+    """Names of the outbound repairs applied to the request (see :data:`OUTBOUND_REPAIRS`); set by the client."""
 
     def to_json(self) -> dict[str, Any]:
         """The ``tiny-agent wire normalize`` success object."""
@@ -420,6 +525,16 @@ def _check_refusal(message: Any, usage: Usage | None) -> None:
         raise ContentFilteredError(f"The model refused: {refusal.strip()}", usage=usage)
 
 
+def _check_legacy_call(message: Any, usage: Usage | None) -> None:
+    """A legacy ``function_call`` without ``tool_calls`` is refused: it has no id a result could bind to."""
+    if isinstance(message, dict) and message.get("function_call") is not None and not message.get("tool_calls"):
+        raise MalformedResponseError(
+            "The model answered with a legacy function_call, which this client does not accept (it only sends "
+            "tools and reads tool_calls). Use a model or server chat template with tool-call support.",
+            usage=usage,
+        )
+
+
 def _utf8_size(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
@@ -486,6 +601,7 @@ def _finalize(
 ) -> NormalizedResponse:
     """The shared tail of both paths: refusal check, repairs, limits, seam, finish-reason cross-validation."""
     _check_refusal(message, usage)
+    _check_legacy_call(message, usage)
     _note_dropped(message, notes)
     try:
         repaired = _repair_message(message, notes, new_id)
@@ -595,7 +711,7 @@ class _PartialCall:
     arguments_object: Any = None
 
 
-_DELTA_KEYS = frozenset({"role", "content", "tool_calls", "refusal"})
+_DELTA_KEYS = frozenset({"role", "content", "tool_calls", "refusal", "function_call"})
 
 
 class StreamAccumulator:
@@ -623,6 +739,7 @@ class StreamAccumulator:
         self._model: Any = None
         self._chunks = 0
         self._done = False
+        self._legacy_call = False
 
     @property
     def done(self) -> bool:
@@ -708,6 +825,8 @@ class StreamAccumulator:
         refusal = delta.get("refusal")
         if isinstance(refusal, str):
             self._grow(self._refusal.add(refusal))
+        if delta.get("function_call") is not None:
+            self._legacy_call = True
         calls = delta.get("tool_calls")
         if calls is not None:
             if not isinstance(calls, list):
@@ -789,6 +908,8 @@ class StreamAccumulator:
         message["content"] = None if self._text is None else self._text.text()
         if self._refusal.count:
             message["refusal"] = self._refusal.text()
+        if self._legacy_call:
+            message["function_call"] = {}  # its pieces are never used: only its presence matters
         if self._calls:
             calls = []
             for index in sorted(self._calls):
@@ -808,7 +929,7 @@ class StreamAccumulator:
     def finish(self) -> NormalizedResponse:
         """The canonical result of the whole stream; raises if the stream was incomplete or invalid."""
         if self._chunks == 0:
-            raise MalformedResponseError("The stream ended before any complete event arrived.")
+            raise EmptyStreamError("The stream ended before any complete event arrived.")
         if not self._done:
             if self._finish_reason is None:
                 raise MalformedResponseError(
@@ -906,11 +1027,47 @@ _HTTP_CLASSES: dict[int, tuple[type[ProviderHTTPError], str]] = {
 }
 
 
+_CONTEXT_OVERFLOW = re.compile(
+    r"maximum context length|context[ _]length[ _]exceeded|exceeds? (?:the )?(?:available )?context"
+    r"|exceed_context_size|context window|prompt is too long|too many tokens in the prompt",
+    re.IGNORECASE,
+)
+_CONTEXT_SIZE = re.compile(
+    r"(?:maximum context length|context window|context size|context length)\D{0,24}?(\d{3,9})", re.IGNORECASE
+)
+CONTEXT_ADVICE = (
+    "The conversation no longer fits the model's context window, so retrying fails the same way: compact the "
+    "session (Compact, Ctrl+Shift+K in the window) or start a new session."
+)
+"""The way out a :class:`~tiny_agent_core.errors.ContextLengthError` message ends with."""
+
+
+def _context_length_in(payload: Any, detail: str) -> int | None:
+    """The context window a context-overflow error names (llama.cpp ``error.n_ctx``, else a number in the text)."""
+    error = payload.get("error") if isinstance(payload, dict) else None
+    n_ctx = error.get("n_ctx") if isinstance(error, dict) else None
+    if type(n_ctx) is int and n_ctx > 0:
+        return n_ctx
+    match = _CONTEXT_SIZE.search(detail)
+    return int(match.group(1)) if match else None
+
+
+def context_length_error(
+    message: str, *, status: int, body: str = "", context_length: int | None = None
+) -> ContextLengthError:
+    """A :class:`~tiny_agent_core.errors.ContextLengthError` whose message ends with the way out."""
+    size = f" ({context_length:,} tokens)" if context_length else ""
+    advice = CONTEXT_ADVICE.replace("context window", f"context window{size}", 1)
+    return ContextLengthError(f"{message} — {advice}", status=status, body=body, context_length=context_length)
+
+
 def http_error(status: int, body: bytes | str, headers: Mapping[str, str] | None = None) -> ProviderHTTPError:
     """The typed error for an HTTP error response (status ≥ 400), with the provider's own explanation.
 
     ``retry_after`` comes from ``Retry-After``/``retry-after-ms`` headers, else from retry hints in the body
-    (OpenRouter ``error.availability.retry_after``, "try again in 20s" / "7m54.3s" / "120ms" texts).
+    (OpenRouter ``error.availability.retry_after``, "try again in 20s" / "7m54.3s" / "120ms" texts). A
+    context-window overflow (400/413/422/500 saying "maximum context length", "exceeds the available context
+    size", "context window"…) is a :class:`~tiny_agent_core.errors.ContextLengthError` with the way out.
     """
     text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
     try:
@@ -923,6 +1080,10 @@ def http_error(status: int, body: bytes | str, headers: Mapping[str, str] | None
         detail = payload.get("message") or payload["detail"]
     else:
         detail = text.strip()[:500] or "(empty body)"
+    if status in (400, 413, 422, 500) and _CONTEXT_OVERFLOW.search(detail):
+        return context_length_error(
+            f"HTTP {status}: {detail}", status=status, body=text, context_length=_context_length_in(payload, detail)
+        )
     retry_after = _retry_after_header(headers or {})
     if retry_after is None:
         retry_after = _retry_after_body(payload, detail)

@@ -5,7 +5,11 @@ A :class:`ProviderProfile` is plain data: base URL, whether a key is needed, cap
 OpenAI-compatible base URL, and :func:`profile_for_base_url` recognises a preset from its URL (so
 ``tiny-agent chat --base-url https://openrouter.ai/api/v1`` still sends OpenRouter's attribution headers).
 
-:func:`list_models` fetches ``GET <base_url>/models`` where the provider offers it.
+:func:`list_models` fetches ``GET <base_url>/models`` where the provider offers it; :func:`context_length` asks the
+server how many tokens the model's context window holds.
+
+Local servers (:attr:`ProviderProfile.is_local`: loopback, private and ``.local`` hosts, by the URL alone) get
+:data:`~tiny_agent_core.providers.openai_chat.LOCAL_DIALECT`, the request repairs llama.cpp-family servers need.
 """
 
 from __future__ import annotations
@@ -17,8 +21,15 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from tiny_agent_core.errors import MalformedResponseError, ProviderConfigurationError
-from tiny_agent_core.providers.openai_chat import MAX_RESPONSE_BYTES, http_error, parse_json
+from tiny_agent_core.errors import MalformedResponseError, ProviderConfigurationError, ProviderError
+from tiny_agent_core.providers.locality import is_local_url
+from tiny_agent_core.providers.openai_chat import (
+    LOCAL_DIALECT,
+    MAX_RESPONSE_BYTES,
+    Dialect,
+    http_error,
+    parse_json,
+)
 from tiny_agent_core.providers.transport import (
     Deadline,
     Timeouts,
@@ -61,6 +72,15 @@ class ProviderProfile:
     """Headers sent with every request (attribution, API versions). Never credentials."""
     default_model: str | None = None
     """A reasonable model to preselect; users normally pick one from the model list."""
+    dialect: Dialect = field(default_factory=Dialect)
+    """What the server needs of a request beyond the OpenAI API (the outbound repairs); learned ones are added."""
+    context_length: int | None = None
+    """The model's context window in tokens when the user set it (else :func:`context_length` asks the server)."""
+
+    @property
+    def is_local(self) -> bool:
+        """The server is on this machine or the local network (no API charge; see :mod:`.locality`)."""
+        return is_local_url(self.base_url)
 
     @property
     def chat_url(self) -> str:
@@ -124,19 +144,25 @@ PRESETS: dict[str, ProviderProfile] = {
             "mistral", "Mistral", "https://api.mistral.ai/v1", key_env="MISTRAL_API_KEY", stream_options=False
         ),
         ProviderProfile("together", "Together", "https://api.together.xyz/v1", key_env="TOGETHER_API_KEY"),
-        ProviderProfile("ollama", "Ollama", "http://localhost:11434/v1", key_required=False),
-        ProviderProfile("lmstudio", "LM Studio", "http://localhost:1234/v1", key_required=False),
-        ProviderProfile("vllm", "vLLM", "http://localhost:8000/v1", key_required=False),
-        ProviderProfile("llamacpp", "llama.cpp server", "http://localhost:8080/v1", key_required=False),
+        ProviderProfile("ollama", "Ollama", "http://localhost:11434/v1", key_required=False, dialect=LOCAL_DIALECT),
+        ProviderProfile("lmstudio", "LM Studio", "http://localhost:1234/v1", key_required=False, dialect=LOCAL_DIALECT),
+        ProviderProfile("vllm", "vLLM", "http://localhost:8000/v1", key_required=False, dialect=LOCAL_DIALECT),
+        ProviderProfile(
+            "llamacpp", "llama.cpp server", "http://localhost:8080/v1", key_required=False, dialect=LOCAL_DIALECT
+        ),
     )
 }
 """The built-in provider presets, by id."""
 
 
 def custom_profile(base_url: str, *, name: str | None = None, key_required: bool = False) -> ProviderProfile:
-    """A profile for any OpenAI-compatible server; capabilities default to the common ones."""
+    """A profile for any OpenAI-compatible server; capabilities default to the common ones, and a local server
+    gets :data:`~tiny_agent_core.providers.openai_chat.LOCAL_DIALECT`."""
     url = normalize_base_url(base_url)
-    return ProviderProfile("custom", name or urlsplit(url).netloc or url, url, key_required=key_required)
+    dialect = LOCAL_DIALECT if is_local_url(url) else Dialect()
+    return ProviderProfile(
+        "custom", name or urlsplit(url).netloc or url, url, key_required=key_required, dialect=dialect
+    )
 
 
 def profile_for_base_url(base_url: str) -> ProviderProfile:
@@ -201,3 +227,132 @@ async def list_models(
     if not complete:
         raise body_too_large(profile.base_url, MAX_RESPONSE_BYTES)
     return parse_model_list(body)
+
+
+_PROBE_TIMEOUTS = Timeouts(connect=2.0, read=3.0, write=3.0, pool=2.0, total=5.0)
+"""Bounds of each context-length question: a server that does not answer soon is not asked further."""
+_PROBE_BYTES = 4 * 1024 * 1024
+"""The largest answer read from a context-length question (a model list with metadata is a few KiB)."""
+_CONTEXT_KEYS = ("context_length", "max_model_len", "context_window", "max_context_length", "n_ctx")
+"""Model-list fields that state a context window (OpenRouter, vLLM, LM Studio…), in order of preference."""
+
+
+def _tokens(value: Any) -> int | None:
+    return value if type(value) is int and 0 < value < 1 << 31 else None
+
+
+def _server_root(base_url: str) -> str:
+    url = normalize_base_url(base_url)
+    return url[: -len("/v1")] if url.endswith("/v1") else url
+
+
+async def _ask(
+    client: httpx.AsyncClient,
+    profile: ProviderProfile,
+    api_key: str | None,
+    url: str,
+    timeouts: Timeouts,
+    payload: dict[str, Any] | None = None,
+) -> Any:
+    """The JSON answer of one bounded GET (POST with ``payload``); ``None`` when there is no usable one."""
+    try:
+        with translate_transport_errors(profile.base_url, timeouts):
+            deadline = Deadline(profile.base_url, timeouts.total)
+            request = client.build_request(
+                "POST" if payload is not None else "GET",
+                url,
+                json=payload,
+                headers=profile.headers(api_key),
+                timeout=timeouts.to_httpx(),
+            )
+            response = await deadline.within(client.send(request, stream=True))
+            try:
+                body, complete = await read_body(response, _PROBE_BYTES, deadline)
+            finally:
+                await response.aclose()
+    except ProviderError:
+        return None
+    if response.status_code >= 400 or not complete:
+        return None
+    try:
+        return parse_json(body)
+    except ValueError:
+        return None
+
+
+def context_length_from_models(value: Any, model: str) -> int | None:
+    """The context window a ``GET /models`` answer states for ``model`` (``context_length``, ``max_model_len``,
+    ``context_window``, ``max_context_length``, ``n_ctx``, or llama.cpp's ``meta.n_ctx_train``), else ``None``."""
+    items = value.get("data", value.get("models")) if isinstance(value, dict) else value
+    if not isinstance(items, list):
+        return None
+    for item in items:
+        if not isinstance(item, dict) or model not in (item.get("id"), item.get("name"), item.get("model")):
+            continue
+        meta = item.get("meta")
+        for owner in (item, item.get("top_provider"), meta):
+            if isinstance(owner, dict):
+                for key in _CONTEXT_KEYS:
+                    if (found := _tokens(owner.get(key))) is not None:
+                        return found
+        if isinstance(meta, dict):
+            return _tokens(meta.get("n_ctx_train"))
+    return None
+
+
+def context_length_from_props(value: Any) -> int | None:
+    """The context window of a llama.cpp ``GET /props`` answer (``default_generation_settings.n_ctx``, ``n_ctx``)."""
+    if not isinstance(value, dict):
+        return None
+    settings = value.get("default_generation_settings")
+    found = _tokens(settings.get("n_ctx")) if isinstance(settings, dict) else None
+    return found if found is not None else _tokens(value.get("n_ctx"))
+
+
+def context_length_from_ollama(value: Any) -> int | None:
+    """The context window of an Ollama ``POST /api/show`` answer: ``num_ctx`` among the model's parameters, else
+    the model's ``<architecture>.context_length``."""
+    if not isinstance(value, dict):
+        return None
+    parameters = value.get("parameters")
+    if isinstance(parameters, str):
+        for line in parameters.splitlines():
+            words = line.split()
+            if len(words) == 2 and words[0] == "num_ctx" and words[1].isdigit():
+                return _tokens(int(words[1]))
+    info = value.get("model_info")
+    if isinstance(info, dict):
+        for key, item in info.items():
+            if isinstance(key, str) and key.endswith(".context_length") and (found := _tokens(item)) is not None:
+                return found
+    return None
+
+
+async def context_length(
+    client: httpx.AsyncClient,
+    profile: ProviderProfile,
+    model: str,
+    api_key: str | None,
+    *,
+    timeouts: Timeouts = _PROBE_TIMEOUTS,
+) -> int | None:
+    """How many tokens ``model``'s context window holds, or ``None`` when nobody says.
+
+    The profile's own setting wins; then the server is asked, each question bounded by ``timeouts`` and any
+    failure meaning "not said", until one answers: llama.cpp's ``GET /props`` (the window the server really runs
+    with; local servers only), the model list's metadata (:func:`context_length_from_models`), Ollama's
+    ``POST /api/show`` (local servers only).
+    """
+    if profile.context_length is not None:
+        return profile.context_length
+    root = _server_root(profile.base_url)
+    found = None
+    if profile.is_local:
+        found = context_length_from_props(await _ask(client, profile, api_key, f"{root}/props", timeouts))
+    if found is None and profile.models_endpoint:
+        models = await _ask(client, profile, api_key, profile.models_url, timeouts)
+        found = context_length_from_models(models, model)
+    if found is None and profile.is_local:
+        show = await _ask(client, profile, api_key, f"{root}/api/show", timeouts, {"model": model})
+        found = context_length_from_ollama(show)
+    return found

@@ -13,7 +13,7 @@ from tiny_agent_core.usage import Usage
 
 
 async def test_a_plain_answer(harness: Harness) -> None:
-    harness.server.queue(text_reply("Hello there"))
+    harness.server.queue(text_reply("Hello there", usage=(2000, 2)))  # a prompt with the tools in it
     result = await harness.agent.run("hi")
     assert (result.outcome, result.answer) == ("completed", "Hello there")
     state = harness.reduced()
@@ -22,7 +22,7 @@ async def test_a_plain_answer(harness: Harness) -> None:
         {"role": "user", "content": "hi"},
         {"role": "assistant", "content": "Hello there"},
     ]
-    assert state.usage == Usage(10, 2)
+    assert state.usage == Usage(2000, 2)
     sent = harness.request_messages(0)
     assert sent[0]["role"] == "system"
     assert sent[1:] == [{"role": "user", "content": "hi"}]

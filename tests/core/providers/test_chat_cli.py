@@ -70,9 +70,10 @@ def test_chat_streams_text_and_reports(tmp_path: Path, server: LoopbackServer) -
     assert result.returncode == 0, result.stderr
     assert result.stdout == "Hello, wörld"
     report = json.loads(result.stderr.strip().splitlines()[-1])
-    assert set(report) == {"stopReason", "usage", "latencyMs", "ttftMs", "requestId"}
+    assert set(report) == {"stopReason", "usage", "latencyMs", "ttftMs", "requestId", "tokensPerSecond"}
     assert report["stopReason"] == "stop"
     assert report["usage"] == {"input": 12, "output": 3, "cacheRead": 0, "cacheWrite": 0}
+    assert report["tokensPerSecond"] > 0  # 3 tokens between the first delta and the last, paced 10 ms apart
     assert report["requestId"] == "req_abc"
     assert isinstance(report["latencyMs"], int)
     assert isinstance(report["ttftMs"], int)
