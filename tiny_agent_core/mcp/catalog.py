@@ -164,7 +164,9 @@ def _servers(value: object, where: str, *, claude: bool) -> Catalog:
     return Catalog(servers)
 
 
-def _check_alias(alias: str, where: str) -> None:
+def _check_alias(alias: object, where: str) -> None:
+    if not isinstance(alias, str):
+        raise McpCatalogError(f"{where}: an alias must be a string")
     if not alias or len(alias) > MAX_ALIAS or alias != alias.strip():
         raise McpCatalogError(f"{where}: the alias {alias!r} must be 1–{MAX_ALIAS} characters without outer spaces")
     if "/" in alias or any(not char.isprintable() for char in alias):
@@ -208,9 +210,9 @@ def _entry(alias: str, entry: object, where: str, *, claude: bool) -> ServerSpec
 def _kind(entry: dict[object, object], where: str) -> str:
     declared = entry.get("type")
     if declared is not None:
-        if declared not in _CLAUDE_TYPES:
+        if not isinstance(declared, str) or declared not in _CLAUDE_TYPES:
             raise McpCatalogError(f"{where}.type {declared!r} is not supported (stdio or http)")
-        declared = _CLAUDE_TYPES[str(declared)]
+        declared = _CLAUDE_TYPES[declared]
     if ("command" in entry) == ("url" in entry):
         raise McpCatalogError(f"{where} needs either command (a local server) or url (a remote one)")
     kind = "stdio" if "command" in entry else "http"
