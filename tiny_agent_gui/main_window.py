@@ -62,6 +62,9 @@ from tiny_agent_gui.welcome import WelcomeView
 
 _log = logging.getLogger(__name__)
 
+TEST_PROMPT = "Say hello in one sentence, then list the files in this folder."
+"""Offered in the composer at the end of the first run (it reads the workspace, so it tests a tool call too)."""
+
 INSPECTOR_COLLAPSE_WIDTH = 900
 """Below this window width the inspector starts hidden (View › Toggle Inspector, Ctrl+I, shows it)."""
 
@@ -387,6 +390,9 @@ class MainWindow(QMainWindow):
         self.sessions.reload()
         if self.services.settings.active() is not None and self.pages.currentWidget() is self.welcome:
             self.pages.setCurrentWidget(self.splitter)
+            if self.controller.session is None and self.connection() is not None:
+                self.new_session()
+                self._offer_test_prompt()
         if self.controller.busy and self.controller.settings_changed_since_start():
             self.statusBar().showMessage(
                 "The running operation finishes on the previous provider settings; the next request uses the new ones.",
@@ -403,12 +409,16 @@ class MainWindow(QMainWindow):
         settings.active_profile = profile.id
         self._save_settings()
         self.settings_saved()
-        self.new_session()
-        self.statusBar().showMessage(
-            f"Using {server.name} at :{server.port} with {model}. Type a prompt and press Enter — "
-            "for a first test, ask it to list the files here.",
-            15000,
-        )
+        if self.controller.session is None:
+            self.new_session()
+            self._offer_test_prompt()
+        self.statusBar().showMessage(f"Using {server.name} at :{server.port} with {model}.", 15000)
+
+    def _offer_test_prompt(self) -> None:
+        """The first run ends on a test prompt in the composer, selected: Enter sends it, typing replaces it."""
+        self.composer.editor.setPlainText(TEST_PROMPT)
+        self.composer.editor.selectAll()
+        self.composer.editor.setFocus()
 
     def show_sessions(self) -> None:
         """Show the session list, transcript and inspector."""
@@ -609,12 +619,13 @@ class MainWindow(QMainWindow):
         self.composer.set_busy(busy)
         session = self.controller.session
         self.sessions.set_running_sessions([session.store.session_id] if busy and session else [])
-        self._update_actions()
+        self._update_actions(busy)
 
-    def _update_actions(self) -> None:
-        """Enable each session action only when it applies."""
+    def _update_actions(self, busy: bool | None = None) -> None:
+        """Enable each session action only when it applies (``busy``: as just reported, while the controller's
+        task is still finishing)."""
         session = self.controller.session
-        busy = self.controller.busy
+        busy = self.controller.busy if busy is None else busy
         writable = session is not None and not session.read_only and not session.store.closed
         unfinished = writable and session is not None and session.store.state.operation.kind != "idle"
         self.stop_action.setEnabled(busy or self.banner.counting_down)

@@ -22,8 +22,10 @@ FIXED_KEYS: tuple[tuple[str, str, str], ...] = (
     ("Composer", "New line", "Shift+Enter"),
     ("Composer", "Stop the running operation, or a waiting retry", "Esc"),
     ("Window", "Next / previous pane or control (left to right)", "Tab / Shift+Tab"),
+    ("Transcript", "Expand or collapse the selected tool card", "Enter or Space"),
     ("Transcript", "Retry a failed operation (on its notice)", "Enter"),
     ("Transcript", "Copy the selected message", "Ctrl+C"),
+    ("Transcript", "Actions of the selected message or tool call", "Menu"),
     ("Dialogs", "Close without saving", "Esc"),
 )
 """Keys handled by widgets rather than menu actions: (where, what, keys)."""
@@ -73,4 +75,5 @@ class ShortcutsDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(self.table)
         layout.addWidget(buttons)
-        self.resize(620, 480)
+        self.table.resizeRowsToContents()
+        self.resize(640, 560)

@@ -68,8 +68,10 @@ class LocalServerRow(QWidget):
         self.model_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.model_combo.setMinimumContentsLength(14)
         editor = self.model_combo.lineEdit()
-        if editor is not None and not server.models:
-            editor.setPlaceholderText("type a model name")
+        if editor is not None:  # the editable combo's text field is what a screen reader lands on
+            editor.setAccessibleName(self.model_combo.accessibleName())
+            if not server.models:
+                editor.setPlaceholderText("type a model name")
         model_label = QLabel("&Model:")
         model_label.setBuddy(self.model_combo)
         self.use_button = QPushButton(f"&Use {server.name}")

@@ -26,7 +26,7 @@ from tiny_agent_core.timeline import CONTINUE_PROMPT, AssistantItem, ToolItem, U
 from tiny_agent_core.tools.approval import ToolSettings
 from tiny_agent_core.workbench import open_session
 from tiny_agent_gui.approval_dialog import ApprovalDialog
-from tiny_agent_gui.main_window import MainWindow, Services, SettingsRequest
+from tiny_agent_gui.main_window import TEST_PROMPT, MainWindow, Services, SettingsRequest
 
 
 @pytest.fixture
@@ -132,6 +132,21 @@ async def test_escape_stops_a_stalled_stream(window: MainWindow, server: Loopbac
     await _until(lambda: not window.controller.busy, seconds=5)
     assert any(getattr(item, "kind", None) == "aborted" for item in _items(window))
     assert window.composer.isEnabled()
+
+
+async def test_esc_anywhere_in_the_window_stops_a_run(window: MainWindow, server: LoopbackServer, qtbot: QtBot) -> None:
+    chunk = {"choices": [{"index": 0, "delta": {"content": "slow "}, "finish_reason": None}]}
+    server.queue(Reply.sse(sse_events([chunk]), stall_after=1, stall=30))
+    window.composer.submitted.emit("go slowly")
+    await _until(lambda: window.controller.busy and len(server.requests) == 1)
+    assert window.stop_action.isEnabled()
+    window.activateWindow()
+    window.transcript.setFocus()
+    await _until(window.isActiveWindow, seconds=2)
+    qtbot.keyClick(window.transcript, Qt.Key.Key_Escape)
+    await _until(lambda: not window.controller.busy, seconds=5)
+    assert any(getattr(item, "kind", None) == "aborted" for item in _items(window))
+    assert not window.stop_action.isEnabled()
 
 
 def test_keyboard_shortcuts_are_visible(qtbot: QtBot, window: MainWindow) -> None:
@@ -301,9 +316,12 @@ async def test_a_settings_change_during_a_run_is_reported(window: MainWindow, se
 # -- keyboard and accessibility -------------------------------------------------------------------------------
 
 
-def _focus_chain(window: MainWindow) -> list[QWidget]:
-    """The widgets Tab visits, in order, starting from the session list (visible, enabled, Tab-focusable)."""
-    start = window.sessions
+def _focus_chain(window: QWidget, start: QWidget | None = None) -> list[QWidget]:
+    """The widgets Tab visits, in order, from ``start`` (default: the session list): visible, enabled and
+    Tab-focusable."""
+    if start is None:
+        assert isinstance(window, MainWindow)
+        start = window.sessions
     chain: list[QWidget] = []
     widget = start.nextInFocusChain()
     while widget is not start:
@@ -338,13 +356,18 @@ async def test_tab_goes_left_to_right_and_every_stop_has_a_name(window: MainWind
     order = [name for index, name in enumerate(panes) if name != "other" and name not in panes[:index]]
     assert order == ["sessions", "transcript", "composer", "inspector"]
     assert panes == sorted(panes, key=order.index)  # each pane is visited in one run
+    assert _unnamed(chain) == []
+
+
+def _unnamed(chain: list[QWidget]) -> list[str]:
+    """The widgets of ``chain`` that a screen reader would announce without a name."""
     unnamed = []
     for widget in chain:
         interface = QAccessible.queryAccessibleInterface(widget)
         assert interface is not None
         if not interface.text(QAccessible.Text.Name).strip():
-            unnamed.append(f"{type(widget).__name__} in {_pane(window, widget)} ({widget.objectName()!r})")
-    assert unnamed == []
+            unnamed.append(f"{type(widget).__name__} {widget.objectName()!r} in {type(widget.parent()).__name__}")
+    return unnamed
 
 
 def test_session_actions_are_enabled_only_when_they_apply(qtbot: QtBot, window: MainWindow) -> None:
@@ -394,6 +417,7 @@ async def test_first_run_finds_a_local_server_and_uses_it(
     try:
         assert made.pages.currentWidget() is made.welcome
         await _until(lambda: bool(made.welcome.rows))
+        assert _unnamed(_focus_chain(made, made.welcome.setup_button)) == []
         row = made.welcome.rows[0]
         assert f"Ollama</b> found at :{server.port} — 2 models" in row.label.text()
         assert row.model_combo.currentText() == "llama3.2:3b"
@@ -405,6 +429,7 @@ async def test_first_run_finds_a_local_server_and_uses_it(
         assert made.pages.currentWidget() is made.splitter
         assert made.controller.session is not None
         assert "Using Ollama" in made.statusBar().currentMessage()
+        assert made.composer.text() == TEST_PROMPT  # Enter sends the test prompt
         made.composer.submitted.emit("say hello")
         await _until(lambda: len(server.requests) == 2)
         await made.controller.wait_idle()

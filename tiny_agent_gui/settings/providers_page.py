@@ -160,6 +160,9 @@ class ProvidersPage(QWidget):
             (self.test_status, "Connection test result"),
         ):
             widget.setAccessibleName(name)
+        model_editor = self.model_combo.lineEdit()
+        if model_editor is not None:  # the editable combo's text field is what a screen reader lands on
+            model_editor.setAccessibleName("Model")
         model_row = QHBoxLayout()
         model_row.addWidget(self.model_combo, 1)
         model_row.addWidget(self.fetch_button)
