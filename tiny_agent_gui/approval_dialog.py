@@ -1,15 +1,23 @@
 """The approval prompt for one side-effecting tool call (SPEC §6), and the ``Approver`` that opens it.
 
-:class:`ApprovalDialog` shows the tool, the real target of a file change when a symlink redirects the path named
-and any warnings (an executable target, version-control internals such as ``.git/hooks``) right under the
-heading, its preview (a coloured diff for ``write``/``edit``, the command for ``bash``) and its arguments as
-editable JSON, and returns an :class:`ApprovalAnswer`: allow once (the default
-button, Ctrl+Enter), allow for this session, always allow this tool, or deny (Esc) with an optional reason. Edited
+:class:`ApprovalDialog` is **non-modal**: the main window stays usable while it is open (scroll the transcript to
+see why the call is made). From top to bottom it shows the tool; for a risky call (the core's
+:mod:`~tiny_agent_core.tools.risk`) a red badge with the findings; "Why:", the model's text of the step that made
+the call; the real target of a file change when a symlink redirects the path named and any warnings (an executable
+target, version-control internals); the preview (the command, or a coloured diff), word-wrapped in a monospace font
+and scrollable; the arguments as editable JSON; a denial reason; the "always allow" scope; and the buttons. It
+returns an :class:`ApprovalAnswer`: allow once, allow for this session, always allow, or deny (Esc, or closing it)
+with an optional reason.
+
+"Always allow" is scoped as the core offers (:attr:`ApprovalRequest.scopes`): a command prefix for ``bash`` (``git
+status``), a path glob for ``write``/``edit`` (``src/**``), chosen from a list or typed (the core validates it), or
+the whole tool for others. For an ordinary call "Allow once" is the default button and Ctrl+Enter allows once;
+for a risky call "Deny" is the default (Enter denies), Ctrl+Enter does nothing, and "always" is disabled. Edited
 arguments must be a JSON object; while they are not, the allow buttons are disabled and the problem is shown.
 
-:class:`DialogApprover` implements the core's ``Approver`` protocol: ``await approver.ask(request)`` opens the
-dialog with ``open()`` (never ``exec()``), so the event loop keeps running, and resolves when the dialog finishes.
-Cancelling the awaiting task (the user pressed Stop) closes the dialog.
+:class:`DialogApprover` implements the core's ``Approver`` protocol: ``await approver.ask(request)`` shows the
+dialog with ``show()`` (never ``exec()``, never window-modal) and resolves when it finishes. Cancelling the
+awaiting task (the user pressed Stop) closes the dialog.
 """
 
 from __future__ import annotations
@@ -23,28 +31,45 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import (
     QColor,
     QFontDatabase,
+    QFontMetricsF,
     QKeySequence,
     QPalette,
+    QResizeEvent,
     QShortcut,
+    QShowEvent,
     QTextBlockFormat,
     QTextCharFormat,
     QTextCursor,
+    QTextOption,
 )
 from PySide6.QtWidgets import (
+    QComboBox,
     QDialog,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
+    QSizePolicy,
     QTextEdit,
     QVBoxLayout,
     QWidget,
 )
 
 from tiny_agent_core.tools.approval import ApprovalAnswer, ApprovalRequest, Choice
+from tiny_agent_core.tools.scopes import AllowRule
 
-__all__ = ["ApprovalDialog", "DialogApprover", "diff_colors", "parse_arguments"]
+__all__ = ["RISK_BACKGROUND", "RISK_TEXT", "ApprovalDialog", "DialogApprover", "diff_colors", "parse_arguments"]
+
+RISK_BACKGROUND = "#b3261e"
+"""The risk badge's background: a red that keeps white text readable in light and dark themes."""
+RISK_TEXT = "#ffffff"
+
+_SCOPE_NAMES = {"prefix": "Command prefix", "glob": "Paths"}
+_SCOPE_TIPS = {
+    "prefix": "commands starting with this prefix (plain commands only: no ;, &&, |, $(…))",
+    "glob": "changes to paths matching this glob in this workspace (** spans folders)",
+}
 
 _TINT = 0.28
 """How much green/red is mixed into the palette's base colour behind added/removed diff lines."""
@@ -93,16 +118,20 @@ def parse_arguments(text: str) -> tuple[dict[str, Any] | None, str | None]:
 
 
 class ApprovalDialog(QDialog):
-    """Asks whether one tool call may run. Read :meth:`answer` after ``finished``; Esc or closing it denies."""
+    """Asks whether one tool call may run, without blocking the window. Read :meth:`answer` after ``finished``;
+    Esc or closing it denies."""
 
     def __init__(self, request: ApprovalRequest, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.request = request
         self._answer = ApprovalAnswer.deny()
         self._original = dict(request.arguments)
-        self.setWindowTitle(f"Allow {request.tool_name}?")
+        self._risky = request.risk.risky
+        self.setModal(False)
+        self.setWindowModality(Qt.WindowModality.NonModal)
+        self.setWindowTitle(f"{'Risky call: allow' if self._risky else 'Allow'} {request.tool_name}?")
         self.setAccessibleName(f"Approve tool call {request.tool_name}")
-        self.setMinimumSize(640, 480)
+        self.setMinimumSize(640, 520)
         fixed = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
 
         heading = QLabel(f"The agent wants to run <b>{_escape(request.tool_name)}</b>.")
@@ -110,6 +139,19 @@ class ApprovalDialog(QDialog):
         heading.setAccessibleName("Tool name")
         layout = QVBoxLayout(self)
         layout.addWidget(heading)
+
+        self.risk_label: QLabel | None = None
+        if self._risky:
+            reasons = "".join(f"<li>{_escape(reason)}</li>" for reason in request.risk.reasons)
+            self.risk_label = QLabel(f"<b>⚠ Risky — check before allowing:</b><ul style='margin: 0'>{reasons}</ul>")
+            self.risk_label.setTextFormat(Qt.TextFormat.RichText)
+            self.risk_label.setWordWrap(True)
+            self.risk_label.setAccessibleName("Risk")
+            self.risk_label.setAccessibleDescription("Risky: " + "; ".join(request.risk.reasons))
+            self.risk_label.setStyleSheet(
+                f"QLabel {{ background: {RISK_BACKGROUND}; color: {RISK_TEXT}; border-radius: 4px; padding: 6px; }}"
+            )
+            layout.addWidget(self.risk_label)
 
         self.target_label: QLabel | None = None
         if request.target is not None:
@@ -130,23 +172,31 @@ class ApprovalDialog(QDialog):
             self.warnings_label.setAccessibleDescription(" ".join(request.warnings))
             layout.addWidget(self.warnings_label)
 
+        why_label = QLabel("Why:")
+        self.rationale = _FittedText(request.rationale or "(The model gave no reason for this call.)", 8)
+        self.rationale.setAccessibleName("Why: the model's rationale")
+        why_label.setBuddy(self.rationale)
+        layout.addWidget(why_label)
+        layout.addWidget(self.rationale)
+
         self.preview: QTextEdit | None = None
         if request.preview.kind in ("diff", "command"):
             title = "Changes:" if request.preview.kind == "diff" else "Command:"
             preview_label = QLabel(title)
-            self.preview = QTextEdit()
-            self.preview.setReadOnly(True)
-            self.preview.setFont(fixed)
-            self.preview.setLineWrapMode(QTextEdit.LineWrapMode.NoWrap)
-            self.preview.setAccessibleName("Diff of the change" if request.preview.kind == "diff" else "Command")
-            self.preview.setTabChangesFocus(True)
             if request.preview.kind == "diff":
+                self.preview = QTextEdit()
+                self.preview.setReadOnly(True)
+                self.preview.setLineWrapMode(QTextEdit.LineWrapMode.WidgetWidth)
+                self.preview.setTabChangesFocus(True)
                 self._fill_diff(request.preview.text or "(no change)")
             else:
-                self.preview.setPlainText(request.preview.text)
+                self.preview = _FittedText(request.preview.text, 14)
+            self.preview.setFont(fixed)
+            self.preview.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+            self.preview.setAccessibleName("Diff of the change" if request.preview.kind == "diff" else "Command")
             preview_label.setBuddy(self.preview)
             layout.addWidget(preview_label)
-            layout.addWidget(self.preview, 3)
+            layout.addWidget(self.preview, 3 if request.preview.kind == "diff" else 0)
         if request.preview.error:
             problem = QLabel(f"Preview unavailable: {request.preview.error}")
             problem.setWordWrap(True)
@@ -173,15 +223,43 @@ class ApprovalDialog(QDialog):
         layout.addWidget(reason_label)
         layout.addWidget(self.reason_edit)
 
-        self.allow_once_button = QPushButton("Allow &once (Ctrl+Enter)")
+        self.scope_combo: QComboBox | None = None
+        self.scope_status = QLabel()
+        self.scope_status.setWordWrap(True)
+        self.scope_status.setAccessibleName("Always allow status")
+        if request.scope_kind is not None:
+            self.scope_combo = QComboBox()
+            self.scope_combo.setEditable(True)
+            self.scope_combo.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
+            self.scope_combo.addItems([rule.pattern for rule in request.scopes])
+            self.scope_combo.setAccessibleName(_SCOPE_NAMES[request.scope_kind])
+            self.scope_combo.setToolTip(_SCOPE_TIPS[request.scope_kind])
+            self.scope_combo.setEnabled(request.can_allow_always)
+            scope_label = QLabel(f"A&lways allow {_SCOPE_NAMES[request.scope_kind].lower()}:")
+            scope_label.setBuddy(self.scope_combo)
+            row = QHBoxLayout()
+            row.addWidget(scope_label)
+            row.addWidget(self.scope_combo, 1)
+            layout.addLayout(row)
+        layout.addWidget(self.scope_status)
+
+        shortcut_hint = "" if self._risky else " (Ctrl+Enter)"
+        self.allow_once_button = QPushButton(f"Allow &once{shortcut_hint}")
         self.allow_session_button = QPushButton("Allow for this &session")
-        self.allow_always_button = QPushButton(f"Al&ways allow {request.tool_name}")
+        always = "Al&ways allow" if request.scope_kind is not None else f"Al&ways allow {request.tool_name}"
+        self.allow_always_button = QPushButton(always)
         self.deny_button = QPushButton("&Deny (Esc)")
+        always_tip = (
+            "Not offered for a risky call: it asks every time"
+            if self._risky
+            else f"Never ask again for {_SCOPE_TIPS.get(request.scope_kind or 'tool', 'this tool')} (revocable in "
+            "Settings → Tools)"
+        )
         buttons = QHBoxLayout()
         for button, choice, tip in (
             (self.allow_once_button, Choice.ALLOW_ONCE, "Run this call once"),
             (self.allow_session_button, Choice.ALLOW_SESSION, "Run this tool without asking until the session ends"),
-            (self.allow_always_button, Choice.ALLOW_ALWAYS, "Never ask for this tool again (revocable in Settings)"),
+            (self.allow_always_button, Choice.ALLOW_ALWAYS, always_tip),
             (self.deny_button, Choice.DENY, "Do not run it; the model is told it was denied"),
         ):
             button.setAccessibleName(button.text().replace("&", ""))
@@ -189,18 +267,24 @@ class ApprovalDialog(QDialog):
             button.clicked.connect(lambda _=False, choice=choice: self.choose(choice))
             buttons.addWidget(button)
         buttons.insertStretch(3)
-        self.allow_once_button.setDefault(True)
-        self.allow_once_button.setAutoDefault(True)
         layout.addLayout(buttons)
+        self.default_button = self.deny_button if self._risky else self.allow_once_button
+        for button in (self.allow_once_button, self.allow_session_button, self.allow_always_button, self.deny_button):
+            button.setAutoDefault(False)
+        self.default_button.setDefault(True)
+        self.default_button.setAutoDefault(True)
 
-        for sequence in ("Ctrl+Return", "Ctrl+Enter"):
-            shortcut = QShortcut(QKeySequence(sequence), self)
-            shortcut.setContext(Qt.ShortcutContext.WindowShortcut)
-            shortcut.activated.connect(lambda: self.choose(Choice.ALLOW_ONCE))
+        if not self._risky:
+            for sequence in ("Ctrl+Return", "Ctrl+Enter"):
+                shortcut = QShortcut(QKeySequence(sequence), self)
+                shortcut.setContext(Qt.ShortcutContext.WindowShortcut)
+                shortcut.activated.connect(lambda: self.choose(Choice.ALLOW_ONCE))
 
         self.arguments_edit.textChanged.connect(self._validate)
+        if self.scope_combo is not None:
+            self.scope_combo.editTextChanged.connect(lambda _text: self._validate())
         self._validate()
-        self.allow_once_button.setFocus()
+        self.default_button.setFocus()
 
     # -- answer --------------------------------------------------------------------------------------------
 
@@ -209,7 +293,8 @@ class ApprovalDialog(QDialog):
         return self._answer
 
     def choose(self, choice: Choice) -> None:
-        """Answer with ``choice`` and close; allow choices are ignored while the arguments are invalid."""
+        """Answer with ``choice`` and close; allow choices are ignored while the arguments (or, for "always", the
+        scope) are invalid."""
         if choice is Choice.DENY:
             self._answer = ApprovalAnswer.deny(self.reason_edit.text().strip() or None)
             super().reject()
@@ -218,7 +303,15 @@ class ApprovalDialog(QDialog):
         if arguments is None:
             self.arguments_status.setText(problem or "")
             return
-        self._answer = ApprovalAnswer(choice, arguments if arguments != self._original else None)
+        rule: AllowRule | None = None
+        if choice is Choice.ALLOW_ALWAYS:
+            if not self.request.can_allow_always:
+                return
+            rule, scope_problem = self._scope_rule()
+            if scope_problem is not None:
+                self.scope_status.setText(scope_problem)
+                return
+        self._answer = ApprovalAnswer(choice, arguments if arguments != self._original else None, rule=rule)
         self.accept()
 
     def reject(self) -> None:
@@ -227,11 +320,35 @@ class ApprovalDialog(QDialog):
 
     # -- internals -----------------------------------------------------------------------------------------
 
+    def showEvent(self, event: QShowEvent) -> None:
+        """Take the focus (a non-modal window is not activated for us), on the default button."""
+        super().showEvent(event)
+        self.activateWindow()
+
+    def _scope_rule(self) -> tuple[AllowRule | None, str | None]:
+        """The rule "always" would store (``None`` for the whole tool), or why the typed scope is not valid."""
+        if self.scope_combo is None:
+            return None, None
+        try:
+            return self.request.rule(self.scope_combo.currentText()), None
+        except ValueError as error:
+            return None, str(error)
+
     def _validate(self) -> None:
         arguments, problem = parse_arguments(self.arguments_edit.toPlainText())
         valid = arguments is not None
-        for button in (self.allow_once_button, self.allow_session_button, self.allow_always_button):
-            button.setEnabled(valid)
+        rule, scope_problem = self._scope_rule()
+        self.allow_once_button.setEnabled(valid)
+        self.allow_session_button.setEnabled(valid)
+        self.allow_always_button.setEnabled(valid and self.request.can_allow_always and scope_problem is None)
+        if self._risky:
+            self.scope_status.setText("“Always allow” is not offered for a risky call: it will ask every time.")
+        elif scope_problem is not None:
+            self.scope_status.setText(scope_problem)
+        elif rule is not None:
+            self.scope_status.setText(f"“Always allow” would allow {rule.describe()}; risky calls still ask.")
+        else:
+            self.scope_status.setText("")
         if not valid:
             self.arguments_status.setText(f"{problem} Fix them to allow the call, or deny it.")
         elif arguments != self._original:
@@ -261,6 +378,32 @@ class ApprovalDialog(QDialog):
         self.preview.moveCursor(QTextCursor.MoveOperation.Start)
 
 
+class _FittedText(QTextEdit):
+    """Read-only, word-wrapped plain text as tall as its content up to ``max_lines``, scrolling beyond."""
+
+    def __init__(self, text: str, max_lines: int) -> None:
+        super().__init__()
+        self._max_lines = max_lines
+        self.setReadOnly(True)
+        self.setTabChangesFocus(True)
+        self.setLineWrapMode(QTextEdit.LineWrapMode.WidgetWidth)
+        self.setPlainText(text)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.document().documentLayout().documentSizeChanged.connect(lambda _size: self._fit())
+        self._fit()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        """Refit: the wrapped height follows the width."""
+        super().resizeEvent(event)
+        self._fit()
+
+    def _fit(self) -> None:
+        margin = 2 * self.document().documentMargin()
+        limit = self._max_lines * QFontMetricsF(self.document().defaultFont()).lineSpacing() + margin
+        content = max(self.document().size().height(), QFontMetricsF(self.font()).lineSpacing() + margin)
+        self.setFixedHeight(round(min(content, limit)) + 2 * self.frameWidth())
+
+
 def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
@@ -273,7 +416,7 @@ class _Dialog(Protocol):
 
     def answer(self) -> ApprovalAnswer: ...
 
-    def open(self) -> None: ...
+    def show(self) -> None: ...
 
     def reject(self) -> None: ...
 
@@ -292,7 +435,8 @@ class DialogApprover:
         self.dialog_factory = dialog_factory
 
     async def ask(self, request: ApprovalRequest) -> ApprovalAnswer:
-        """Open the dialog and wait for its answer without blocking the event loop; cancelling closes it."""
+        """Show the (non-modal) dialog and wait for its answer without blocking the event loop or the window;
+        cancelling closes it."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[ApprovalAnswer] = loop.create_future()
         dialog = self.dialog_factory(request, self.parent)
@@ -302,7 +446,7 @@ class DialogApprover:
                 future.set_result(dialog.answer())
 
         dialog.finished.connect(resolve)
-        dialog.open()
+        dialog.show()
         try:
             return await future
         finally:

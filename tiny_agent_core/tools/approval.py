@@ -142,8 +142,10 @@ class ApprovalRequest:
 
     @property
     def scope_kind(self) -> RuleKind | None:
-        """What "always allow" covers for this call: a command ``prefix``, a path ``glob``, or (``None``) the tool."""
-        return rule_kind(self.tool_name, self.arguments)
+        """What "always allow" covers for this call: a command ``prefix``, a path ``glob`` (when the workspace is
+        known), or (``None``) the whole tool."""
+        kind = rule_kind(self.tool_name, self.arguments)
+        return None if kind == "glob" and self.workspace is None else kind
 
     @property
     def can_allow_always(self) -> bool:

@@ -1,4 +1,5 @@
-"""The Tools tab: standing "always allow" permissions (visible, revocable), the extra folders file tools may reach,
+"""The Tools tab: standing "always allow" permissions — whole tools, command prefixes and path globs — (visible,
+revocable), the extra folders file tools may reach,
 whether ``bash``/``bg`` may use the network per workspace (and whether they are sandboxed at all), the step limit.
 
 Permissions and folders are staged and applied to :class:`~tiny_agent_core.tools.approval.ToolSettings` by the
@@ -10,12 +11,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QHBoxLayout,
     QLabel,
     QListWidget,
+    QListWidgetItem,
     QPushButton,
     QSpinBox,
     QVBoxLayout,
@@ -26,6 +29,7 @@ from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS
 from tiny_agent_core.settings import MAX_STEPS_LIMIT, AppSettings
 from tiny_agent_core.tools.approval import ToolSettings
 from tiny_agent_core.tools.sandbox import SandboxStatus, sandbox_status
+from tiny_agent_core.tools.scopes import AllowRule
 from tiny_agent_gui.settings.folders import FolderChooser
 
 __all__ = ["ToolsPage"]
@@ -52,12 +56,16 @@ class ToolsPage(QWidget):
         self._chooser = chooser
         tool_settings.reload()
         self._always = sorted(tool_settings.always_allowed())
+        self._rules = list(tool_settings.allow_rules())
         self._roots = {workspace: list(roots) for workspace, roots in tool_settings.workspace_roots.items()}
         self._changed_roots: set[str] = set()
 
         self.always_list = QListWidget()
-        self.always_list.setAccessibleName("Always allowed tools")
-        always_label = QLabel("&Always allowed tools (they never ask; the others ask before each call):")
+        self.always_list.setAccessibleName("Always allowed tools, command prefixes and paths")
+        always_label = QLabel(
+            "&Always allowed — whole tools, command prefixes and path globs (they never ask, except for a risky "
+            "call; everything else asks before each call):"
+        )
         always_label.setWordWrap(True)
         always_label.setBuddy(self.always_list)
         self.revoke_button = QPushButton("&Revoke")
@@ -131,28 +139,50 @@ class ToolsPage(QWidget):
     # -- permissions ---------------------------------------------------------------------------------------
 
     def always_allowed(self) -> list[str]:
-        """The tools still always allowed after the staged revocations."""
+        """The tools still always allowed as a whole after the staged revocations."""
         return list(self._always)
 
+    def allow_rules(self) -> list[AllowRule]:
+        """The command-prefix and path-glob rules still standing after the staged revocations."""
+        return list(self._rules)
+
     def revoke_selected(self) -> None:
-        """Revoke the selected tool's standing permission (on save)."""
+        """Revoke the selected standing permission, a whole tool or a rule (on save)."""
         item = self.always_list.currentItem()
-        if item is not None and item.text() in self._always:
-            self._always.remove(item.text())
-            self._show_always()
+        granted = item.data(Qt.ItemDataRole.UserRole) if item is not None else None
+        if isinstance(granted, AllowRule) and granted in self._rules:
+            self._rules.remove(granted)
+        elif isinstance(granted, str) and granted in self._always:
+            self._always.remove(granted)
+        else:
+            return
+        row = self.always_list.currentRow()
+        self._show_always()
+        self.always_list.setCurrentRow(min(row, self.always_list.count() - 1))
 
     def revoke_all(self) -> None:
-        """Revoke every standing permission (on save)."""
+        """Revoke every standing permission, whole tools and rules (on save)."""
         self._always.clear()
+        self._rules.clear()
         self._show_always()
 
     def _show_always(self) -> None:
         self.always_list.clear()
-        self.always_list.addItems(self._always)
-        if self._always:
+        for tool in self._always:
+            item = QListWidgetItem(tool)
+            item.setData(Qt.ItemDataRole.UserRole, tool)
+            item.setToolTip(f"Every {tool} call runs without asking, except a risky one")
+            self.always_list.addItem(item)
+        for rule in self._rules:
+            item = QListWidgetItem(rule.describe())
+            item.setData(Qt.ItemDataRole.UserRole, rule)
+            item.setToolTip("Matching calls run without asking, except a risky one")
+            self.always_list.addItem(item)
+        granted = bool(self._always or self._rules)
+        if granted:
             self.always_list.setCurrentRow(0)
-        self.revoke_button.setEnabled(bool(self._always))
-        self.revoke_all_button.setEnabled(bool(self._always))
+        self.revoke_button.setEnabled(granted)
+        self.revoke_all_button.setEnabled(granted)
 
     # -- allowed roots -------------------------------------------------------------------------------------
 
@@ -244,6 +274,9 @@ class ToolsPage(QWidget):
         """Write the staged changes to the tool settings file."""
         for tool in sorted(self._tool_settings.always_allowed() - set(self._always)):
             self._tool_settings.revoke(tool)
+        for rule in self._tool_settings.allow_rules():
+            if rule not in self._rules:
+                self._tool_settings.revoke_rule(rule)
         for workspace in sorted(self._changed_roots):
             self._tool_settings.set_allowed_roots(workspace, self._roots.get(workspace, []))
         self._changed_roots.clear()

@@ -474,8 +474,10 @@ def test_path_rules_refuse_escapes_and_version_control(workspace: Path) -> None:
     for typed in ("", "/etc/**", "../**", "a//b", ".git/**", "x/.hg/y"):
         with pytest.raises(ValueError, match=r"relative to the workspace|version-control"):
             request.rule(typed)
-    with pytest.raises(ValueError, match="workspace"):
-        ApprovalRequest("edit", {"path": "a.py"}, PREVIEW).rule("src/**")
+    nowhere = ApprovalRequest("edit", {"path": "a.py"}, PREVIEW)  # no workspace: no path rules, the whole tool
+    assert (nowhere.scope_kind, request.scope_kind) == (None, "glob")
+    with pytest.raises(ValueError, match="as a whole"):
+        nowhere.rule("src/**")
 
 
 def test_a_version_1_file_is_read_and_migrated(tmp_path: Path, workspace: Path) -> None:
