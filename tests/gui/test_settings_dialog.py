@@ -11,6 +11,8 @@ import httpx
 import keyring.backend
 import pytest
 from keyring.backends import fail
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAccessible
 from PySide6.QtWidgets import QAbstractButton, QAbstractSpinBox, QComboBox, QLineEdit, QListWidget, QWidget
 from pytestqt.qtbot import QtBot
 
@@ -431,3 +433,20 @@ async def test_a_new_preset_gets_the_key_focus_and_a_listed_model(
     assert dialog.save()
     assert [(p.id, p.model) for p in env.settings.profiles] == [("openrouter", "qwen3:8b"), ("ollama", "qwen3:8b")]
     assert memory_keyring.secrets == {(SERVICE, "openrouter"): SECRET}
+
+
+def test_every_stop_on_the_providers_tab_has_a_name(qtbot: QtBot, env: Env, memory_keyring: MemoryKeyring) -> None:
+    env.settings.add_profile(ProfileConfig.from_preset("ollama", "ollama"))
+    dialog = env.dialog(qtbot)
+    dialog.show()
+    start = dialog.providers.preset_combo
+    widget = start.nextInFocusChain()
+    unnamed = []
+    while widget is not start:
+        focusable = widget.isVisible() and widget.focusPolicy() & Qt.FocusPolicy.TabFocus
+        if focusable and dialog.providers.isAncestorOf(widget):
+            interface = QAccessible.queryAccessibleInterface(widget)
+            if interface is None or not interface.text(QAccessible.Text.Name).strip():
+                unnamed.append(type(widget).__name__)
+        widget = widget.nextInFocusChain()
+    assert unnamed == []
