@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx
 
+from benchmarks.deadline import exit_after
 from tests.loopback import LoopbackServer, Reply, sse_events
 from tiny_agent_core.agent.events import AgentEvent, TextDelta, ToolStarted
 from tiny_agent_core.agent.loop import Agent
@@ -105,4 +106,6 @@ async def main(tries: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tries", type=int, default=20)
-    asyncio.run(main(parser.parse_args().tries))
+    tries = parser.parse_args().tries
+    exit_after(120 + 10 * tries, "agent_cancel")
+    asyncio.run(main(tries))

@@ -38,6 +38,7 @@ import httpx
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QApplication
 
+from benchmarks.deadline import exit_after
 from tests.loopback import LoopbackServer, Reply, Send, Sleep, Step, split_events, sse_events
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.secrets import KeyStore
@@ -218,6 +219,7 @@ def main() -> None:
     parser.add_argument("--in-process", action="store_true", help="run the server in a thread of this process")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    exit_after(120 + 2 * args.seconds, "gui_streaming server" if args.serve else "gui_streaming")
     count = int(args.rate * args.seconds)
     if args.serve:
         _serve(count, args.rate, args.burst)

@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx
 
+from benchmarks.deadline import exit_after
 from tests.loopback import LoopbackServer, Reply, sse_events
 from tiny_agent_core.providers.client import ProviderClient, TextDelta
 from tiny_agent_core.providers.profiles import custom_profile
@@ -83,6 +84,7 @@ def main() -> None:
     parser.add_argument("--tries", type=int, default=20)
     parser.add_argument("--pace", type=float, default=0.02, help="seconds between streamed events")
     args = parser.parse_args()
+    exit_after(60 + 10 * args.tries, "provider_cancel")
     print(json.dumps(asyncio.run(_run(args.tries, args.pace))))
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.deadline import exit_after
 from tests.core.session.builders import generate_session
 from tiny_agent_core.session import SessionStore, reduce_session
 
@@ -93,6 +94,7 @@ def main() -> None:
     parser.add_argument("--naive", type=int, default=2_000)
     parser.add_argument("--no-fsync", action="store_true", help="skip fsync in both writers")
     args = parser.parse_args()
+    exit_after(900, "session_append")
     batches = transactions(max(args.appends, args.naive))
     fsync = not args.no_fsync
     real_fsync = os.fsync

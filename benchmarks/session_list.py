@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from PySide6.QtCore import QEvent, QEventLoop, QModelIndex, QObject, QTimer
 from PySide6.QtWidgets import QApplication
 
+from benchmarks.deadline import exit_after
 from tests.gui.test_sessions_data import add_sessions
 from tiny_agent_core.ledger import connect
 from tiny_agent_gui.cost import CostView
@@ -61,6 +62,7 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
+    exit_after(600, "session_list")
     app = QApplication.instance() or QApplication(sys.argv)
     with tempfile.TemporaryDirectory(prefix="tiny-agent-bench-") as tmp:
         root = Path(tmp)

@@ -4,14 +4,18 @@
 
 Generates a valid session (runs of three tool steps with ~700-character results, some non-ASCII, a final
 answer, a compaction every 500 runs; ~60 MB), writes it to a temporary file, then times reading the file and
-reducing it (``reduce_session``: framing, strict JSON, every reducer rule) ``--repeat`` times. Prints one JSON
-object with the median and each run in seconds, throughput, and what one append would cost a naive writer that
-re-reads and re-reduces the file (one load) next to the store's O(1) append at that size.
+reducing it (``reduce_session``: framing, strict JSON, every reducer rule) ``--repeat`` times. Each load is paired
+with the floor no reader can beat in Python: reading the same file and a bare stdlib ``json.loads`` of every line
+(no checks), timed in the same run, interleaved, in CPU seconds; ``load_over_json_loads`` is the ratio of the
+two medians (target ≤ 2.5). Prints one JSON object with the median and each run in seconds, throughput, the
+floor and the ratio, and what one append would cost a naive writer that re-reads and re-reduces the file (one
+load) next to the store's O(1) append at that size.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import statistics
 import sys
@@ -21,8 +25,26 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.deadline import exit_after
 from tests.core.session.builders import generate_session
 from tiny_agent_core.session import SessionStore, facts, reduce_session
+
+
+def _json_loads_floor(path: Path) -> float:
+    """CPU seconds to read ``path`` and ``json.loads`` every line, checking nothing (the stdlib floor).
+
+    The cyclic garbage collector is paused, as ``reduce_session`` pauses it, so the floor is not inflated by it.
+    """
+    gc.disable()
+    try:
+        start = time.process_time()
+        data = path.read_bytes()
+        loads = json.loads
+        for line in data[: data.rfind(b"\n")].split(b"\n"):
+            loads(line)
+        return time.process_time() - start
+    finally:
+        gc.enable()
 
 
 def main() -> None:
@@ -30,6 +52,7 @@ def main() -> None:
     parser.add_argument("--facts", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+    exit_after(1200, "session_load")
     started = time.perf_counter()
     data = generate_session(args.facts)
     generated = time.perf_counter() - started
@@ -42,11 +65,13 @@ def main() -> None:
         path.write_bytes(data.replace(header.id.encode(), store.session_id.encode(), 1))
         runs = []
         cpu = []
+        floor = []
         for _ in range(args.repeat):
             start, start_cpu = time.perf_counter(), time.process_time()
             state = reduce_session(path.read_bytes())
             runs.append(time.perf_counter() - start)
             cpu.append(time.process_time() - start_cpu)
+            floor.append(_json_loads_floor(path))
         with SessionStore.open(path) as writer:  # an append at this size, for comparison
             appends = []
             for _ in range(20):
@@ -66,6 +91,7 @@ def main() -> None:
                 writer.append(facts.operation_aborted(operation_id=writer.state.operation.operation_id))  # type: ignore[union-attr]
     median = statistics.median(runs)
     append = statistics.median(appends)
+    floor_cpu = statistics.median(floor)
     print(
         json.dumps(
             {
@@ -76,6 +102,8 @@ def main() -> None:
                 "load_validate_median_s": round(median, 3),
                 "load_validate_runs_s": [round(value, 3) for value in runs],
                 "load_validate_cpu_s": [round(value, 3) for value in cpu],
+                "json_loads_floor_cpu_s": [round(value, 3) for value in floor],
+                "load_over_json_loads": round(statistics.median(cpu) / floor_cpu, 2),
                 "mb_per_s": round(len(data) / 1e6 / median, 1),
                 "store_append_median_ms_at_this_size": round(append * 1000, 3),
                 "naive_append_at_this_size_s": round(median, 3),

@@ -31,7 +31,7 @@ from typing import Any
 from tiny_agent_core.errors import SessionCorruption
 from tiny_agent_core.session.framing import check_committed, committed_length, parse_line, parse_line_bytes, strip_bom
 from tiny_agent_core.session.rules.compaction import apply_compaction_started
-from tiny_agent_core.session.rules.context import FactContext
+from tiny_agent_core.session.rules.context import MAX_SAFE_INTEGER, FactContext
 from tiny_agent_core.session.rules.entries import apply_entry
 from tiny_agent_core.session.rules.header import parse_header
 from tiny_agent_core.session.rules.journal import UNJOURNALED, Journal
@@ -82,7 +82,9 @@ def _apply_fact(context: FactContext, value: Any) -> bool:
         context.fail("SEQ_MISMATCH")
     fact_id = context.uuid(value.get("id"))
     context.fact_id = fact_id
-    context.count(value.get("timestamp"))
+    timestamp = value.get("timestamp")
+    if type(timestamp) is not int or not 0 <= timestamp <= MAX_SAFE_INTEGER:  # the usual int needs no call
+        context.count(timestamp)
     if fact_id in index.ids:
         context.fail("DUPLICATE_ID")
     kind = value.get("kind")

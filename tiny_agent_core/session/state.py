@@ -355,7 +355,7 @@ class SessionIndex:
     )
 
     def __init__(self) -> None:
-        self.usage_totals = [0, 0, 0, 0]
+        self.usage_totals = (0, 0, 0, 0)
         """Sums of ``input``, ``output``, ``cacheRead``, ``cacheWrite`` over every usage fact."""
         self.ids: set[str] = set()
         """Ids of committed facts."""

@@ -33,11 +33,6 @@ class Journal:
         mapping[key] = value
         self._undo.append((_DELETE_KEY, mapping, key))
 
-    def replace(self, items: dict[Any, Any] | list[Any], key: Any, value: Any) -> None:
-        """``items[key] = value`` for a key (or list index) already there."""
-        self._undo.append((_RESTORE_ITEM, items, key, items[key]))
-        items[key] = value
-
     def remove(self, mapping: dict[Any, Any], key: Any) -> None:
         """``del mapping[key]``."""
         self._undo.append((_RESTORE_ITEM, mapping, key, mapping[key]))
@@ -89,10 +84,6 @@ class _Unjournaled(Journal):
     def put(self, mapping: dict[Any, Any], key: Any, value: Any) -> None:
         """``mapping[key] = value``."""
         mapping[key] = value
-
-    def replace(self, items: dict[Any, Any] | list[Any], key: Any, value: Any) -> None:
-        """``items[key] = value``."""
-        items[key] = value
 
     def remove(self, mapping: dict[Any, Any], key: Any) -> None:
         """``del mapping[key]``."""

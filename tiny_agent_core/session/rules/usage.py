@@ -39,5 +39,4 @@ def apply_usage(context: FactContext, fact: dict[str, Any]) -> None:
         if totals[position] > MAX_SAFE_INTEGER - amount:
             context.fail("INVALID_FACT")
         new.append(totals[position] + amount)
-    for position, value in enumerate(new):
-        context.journal.replace(totals, position, value)
+    context.journal.assign(index, "usage_totals", tuple(new))
