@@ -10,8 +10,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 
-from PySide6.QtCore import QTimer
-from PySide6.QtGui import QPalette
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
 __all__ = ["Action", "Banner"]
@@ -48,8 +47,12 @@ class Banner(QWidget):
         row.addWidget(self.dismiss)
         layout.addLayout(row)
         self.dismiss.clicked.connect(self.close_notice)
-        self.setAutoFillBackground(True)
-        self.setBackgroundRole(QPalette.ColorRole.AlternateBase)
+        # Shaded, with an accent bar on the left, so it stands out in light and dark palettes alike.
+        self.setObjectName("notice")
+        self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
+        self.setStyleSheet(
+            "QWidget#notice { background: palette(alternate-base); border-left: 4px solid palette(highlight); }"
+        )
         self._callbacks: list[Callable[[], None]] = []
         self._timer = QTimer(self)
         self._timer.setInterval(250)

@@ -580,7 +580,7 @@ class MainWindow(QMainWindow):
         self.timeline = timeline
         self.transcript.transcript_model().set_timeline(timeline)
         self.inspector.set_timeline(timeline)
-        self.banner.hide()
+        self.banner.close_notice()  # a waiting retry belongs to the session being left
         if opened.read_only_reason:
             self.show_banner(opened.read_only_reason)
         self.composer.setEnabled(not opened.read_only)

@@ -281,6 +281,16 @@ async def test_esc_cancels_a_waiting_retry(window: MainWindow, server: LoopbackS
     assert len(server.requests) == 1
 
 
+async def test_leaving_the_session_cancels_a_waiting_retry(window: MainWindow, server: LoopbackServer) -> None:
+    server.queue(Reply.error(429, {"error": {"message": "slow down"}}, retry_after="1"))
+    await _failed_run(window)
+    assert window.banner.counting_down
+    window.new_session()
+    assert not window.banner.counting_down
+    await asyncio.sleep(1.5)
+    assert len(server.requests) == 1
+
+
 async def test_a_local_server_that_is_down_says_how_to_start_it(window: MainWindow) -> None:
     closed = _closed_url()
     settings = window.services.settings
