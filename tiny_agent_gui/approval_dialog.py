@@ -30,6 +30,7 @@ from typing import Any, Protocol
 from PySide6.QtCore import Qt
 from PySide6.QtGui import (
     QColor,
+    QFont,
     QFontDatabase,
     QFontMetricsF,
     QKeySequence,
@@ -134,99 +135,59 @@ class ApprovalDialog(QDialog):
         self.setMinimumSize(640, 520)
         fixed = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
 
-        heading = QLabel(f"The agent wants to run <b>{_escape(request.tool_name)}</b>.")
-        heading.setTextFormat(Qt.TextFormat.RichText)
-        heading.setAccessibleName("Tool name")
         layout = QVBoxLayout(self)
-        layout.addWidget(heading)
-
+        layout.addWidget(_label(f"The agent wants to run <b>{_escape(request.tool_name)}</b>.", "Tool name"))
         self.risk_label: QLabel | None = None
         if self._risky:
             reasons = "".join(f"<li>{_escape(reason)}</li>" for reason in request.risk.reasons)
-            self.risk_label = QLabel(f"<b>⚠ Risky — check before allowing:</b><ul style='margin: 0'>{reasons}</ul>")
-            self.risk_label.setTextFormat(Qt.TextFormat.RichText)
-            self.risk_label.setWordWrap(True)
-            self.risk_label.setAccessibleName("Risk")
-            self.risk_label.setAccessibleDescription("Risky: " + "; ".join(request.risk.reasons))
+            self.risk_label = _label(
+                f"<b>⚠ Risky — check before allowing:</b><ul style='margin: 0'>{reasons}</ul>",
+                "Risk",
+                "Risky: " + "; ".join(request.risk.reasons),
+            )
             self.risk_label.setStyleSheet(
                 f"QLabel {{ background: {RISK_BACKGROUND}; color: {RISK_TEXT}; border-radius: 4px; padding: 6px; }}"
             )
             layout.addWidget(self.risk_label)
-
         self.target_label: QLabel | None = None
         if request.target is not None:
-            self.target_label = QLabel(
-                f"Real target: <b>{_escape(request.target)}</b> (the path named leads there through a symlink)"
+            self.target_label = _label(
+                f"Real target: <b>{_escape(request.target)}</b> (the path named leads there through a symlink)",
+                "Real target",
             )
-            self.target_label.setTextFormat(Qt.TextFormat.RichText)
-            self.target_label.setWordWrap(True)
             self.target_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            self.target_label.setAccessibleName("Real target")
             layout.addWidget(self.target_label)
         self.warnings_label: QLabel | None = None
         if request.warnings:
-            self.warnings_label = QLabel("<br>".join(f"<b>⚠ {_escape(text)}</b>" for text in request.warnings))
-            self.warnings_label.setTextFormat(Qt.TextFormat.RichText)
-            self.warnings_label.setWordWrap(True)
-            self.warnings_label.setAccessibleName("Warnings")
-            self.warnings_label.setAccessibleDescription(" ".join(request.warnings))
+            shown = "<br>".join(f"<b>⚠ {_escape(text)}</b>" for text in request.warnings)
+            self.warnings_label = _label(shown, "Warnings", " ".join(request.warnings))
             layout.addWidget(self.warnings_label)
 
-        why_label = QLabel("Why:")
         self.rationale = _FittedText(request.rationale or "(The model gave no reason for this call.)", 8)
         self.rationale.setAccessibleName("Why: the model's rationale")
-        why_label.setBuddy(self.rationale)
-        layout.addWidget(why_label)
-        layout.addWidget(self.rationale)
-
-        self.preview: QTextEdit | None = None
-        if request.preview.kind in ("diff", "command"):
+        _add_labelled(layout, "Why:", self.rationale)
+        self.preview = _preview(request, fixed, self.palette())
+        if self.preview is not None:
             title = "Changes:" if request.preview.kind == "diff" else "Command:"
-            preview_label = QLabel(title)
-            if request.preview.kind == "diff":
-                self.preview = QTextEdit()
-                self.preview.setReadOnly(True)
-                self.preview.setLineWrapMode(QTextEdit.LineWrapMode.WidgetWidth)
-                self.preview.setTabChangesFocus(True)
-                self._fill_diff(request.preview.text or "(no change)")
-            else:
-                self.preview = _FittedText(request.preview.text, 14)
-            self.preview.setFont(fixed)
-            self.preview.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
-            self.preview.setAccessibleName("Diff of the change" if request.preview.kind == "diff" else "Command")
-            preview_label.setBuddy(self.preview)
-            layout.addWidget(preview_label)
-            layout.addWidget(self.preview, 3 if request.preview.kind == "diff" else 0)
+            _add_labelled(layout, title, self.preview, 3 if request.preview.kind == "diff" else 0)
         if request.preview.error:
-            problem = QLabel(f"Preview unavailable: {request.preview.error}")
-            problem.setWordWrap(True)
-            problem.setAccessibleName("Preview problem")
-            layout.addWidget(problem)
+            layout.addWidget(_label(_escape(f"Preview unavailable: {request.preview.error}"), "Preview problem"))
 
-        arguments_label = QLabel("&Arguments (JSON, editable):")
         self.arguments_edit = QPlainTextEdit(request.arguments_json)
         self.arguments_edit.setFont(fixed)
         self.arguments_edit.setTabChangesFocus(True)
         self.arguments_edit.setAccessibleName("Arguments")
-        arguments_label.setBuddy(self.arguments_edit)
-        self.arguments_status = QLabel()
-        self.arguments_status.setWordWrap(True)
-        self.arguments_status.setAccessibleName("Arguments status")
-        layout.addWidget(arguments_label)
-        layout.addWidget(self.arguments_edit, 2)
+        _add_labelled(layout, "&Arguments (JSON, editable):", self.arguments_edit, 2)
+        self.arguments_status = _label("", "Arguments status")
+        self.arguments_status.setTextFormat(Qt.TextFormat.PlainText)
         layout.addWidget(self.arguments_status)
-
-        reason_label = QLabel("Denial &reason (optional, the model reads it):")
         self.reason_edit = QLineEdit()
         self.reason_edit.setAccessibleName("Denial reason")
-        reason_label.setBuddy(self.reason_edit)
-        layout.addWidget(reason_label)
-        layout.addWidget(self.reason_edit)
+        _add_labelled(layout, "Denial &reason (optional, the model reads it):", self.reason_edit)
 
         self.scope_combo: QComboBox | None = None
-        self.scope_status = QLabel()
-        self.scope_status.setWordWrap(True)
-        self.scope_status.setAccessibleName("Always allow status")
+        self.scope_status = _label("", "Always allow status")
+        self.scope_status.setTextFormat(Qt.TextFormat.PlainText)
         if request.scope_kind is not None:
             self.scope_combo = QComboBox()
             self.scope_combo.setEditable(True)
@@ -357,25 +318,65 @@ class ApprovalDialog(QDialog):
             )
         else:
             self.arguments_status.setText("")
+        for status in (self.arguments_status, self.scope_status):
+            status.setVisible(bool(status.text()))
 
-    def _fill_diff(self, text: str) -> None:
-        assert self.preview is not None
-        colors = diff_colors(self.palette())
-        foreground = self.palette().color(QPalette.ColorRole.Text)
-        cursor = QTextCursor(self.preview.document())
-        char_format = QTextCharFormat()
-        char_format.setForeground(foreground)
-        for index, line in enumerate(text.splitlines()):
-            block_format = QTextBlockFormat()
-            kind = _line_kind(line)
-            if kind is not None:
-                block_format.setBackground(colors[kind])
-            if index == 0:
-                cursor.setBlockFormat(block_format)
-            else:
-                cursor.insertBlock(block_format)
-            cursor.insertText(line, char_format)
-        self.preview.moveCursor(QTextCursor.MoveOperation.Start)
+
+def _label(text: str, name: str, description: str | None = None) -> QLabel:
+    """A word-wrapped rich-text label with its accessible name (``text`` is markup: escape what is not ours)."""
+    label = QLabel(text)
+    label.setTextFormat(Qt.TextFormat.RichText)
+    label.setWordWrap(True)
+    label.setAccessibleName(name)
+    if description is not None:
+        label.setAccessibleDescription(description)
+    return label
+
+
+def _add_labelled(layout: QVBoxLayout, title: str, widget: QWidget, stretch: int = 0) -> None:
+    """``title`` (with its mnemonic, if any) above ``widget``, its buddy."""
+    label = QLabel(title)
+    label.setBuddy(widget)
+    layout.addWidget(label)
+    layout.addWidget(widget, stretch)
+
+
+def _preview(request: ApprovalRequest, font: QFont, palette: QPalette) -> QTextEdit | None:
+    """The command, word-wrapped and as tall as it needs, or the diff with coloured lines; ``None`` for plain
+    arguments (shown in the arguments editor)."""
+    kind = request.preview.kind
+    if kind == "command":
+        preview: QTextEdit = _FittedText(request.preview.text, 14)
+    elif kind == "diff":
+        preview = QTextEdit()
+        preview.setReadOnly(True)
+        preview.setTabChangesFocus(True)
+        preview.setLineWrapMode(QTextEdit.LineWrapMode.WidgetWidth)
+        _fill_diff(preview, request.preview.text or "(no change)", palette)
+    else:
+        return None
+    preview.setFont(font)
+    preview.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+    preview.setAccessibleName("Diff of the change" if kind == "diff" else "Command")
+    return preview
+
+
+def _fill_diff(preview: QTextEdit, text: str, palette: QPalette) -> None:
+    colors = diff_colors(palette)
+    char_format = QTextCharFormat()
+    char_format.setForeground(palette.color(QPalette.ColorRole.Text))
+    cursor = QTextCursor(preview.document())
+    for index, line in enumerate(text.splitlines()):
+        block_format = QTextBlockFormat()
+        kind = _line_kind(line)
+        if kind is not None:
+            block_format.setBackground(colors[kind])
+        if index == 0:
+            cursor.setBlockFormat(block_format)
+        else:
+            cursor.insertBlock(block_format)
+        cursor.insertText(line, char_format)
+    preview.moveCursor(QTextCursor.MoveOperation.Start)
 
 
 class _FittedText(QTextEdit):

@@ -10,7 +10,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import hypothesis
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tiny_agent_core.tools import (
     AllowListApprover,
@@ -514,3 +517,13 @@ def test_malformed_rules_grant_nothing_and_revoke_all_clears_them(tmp_path: Path
     settings.revoke_all()
     reloaded = ToolSettings.load(tmp_path)
     assert (reloaded.always_allowed(), reloaded.allow_rules()) == (frozenset(), ())
+
+
+@hypothesis.settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_an_offered_prefix_always_covers_its_own_command(command: str) -> None:
+    for prefix in prefix_choices(command):
+        rule = make_rule("bash", "prefix", prefix)
+        assert rule.matches("bash", {"command": command})
+        assert not rule.matches("bash", {"command": f"{command}; rm -rf ~"})
+        assert not rule.matches("bash", {"command": f"{command} | sh"})
