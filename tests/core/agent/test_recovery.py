@@ -146,6 +146,11 @@ async def test_a_changed_configuration_blocks_and_can_be_abandoned(
         await other.agent.resume()
     assert blocked.value.reason == "configuration_changed"
     assert "Restore the previous configuration" in str(blocked.value)
+    assert blocked.value.differences == (
+        "model 'test-model' → 'another-model'",
+        "provider 'custom:test-model' → 'custom:another-model'",
+    )
+    assert "what differs: model 'test-model' → 'another-model'" in str(blocked.value)
     result = await other.agent.abandon()
     assert result.outcome == "aborted"
     assert other.reduced().operation.kind == "idle"

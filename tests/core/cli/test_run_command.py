@@ -205,3 +205,72 @@ def test_no_network_cuts_sandboxed_commands_off(tmp_path: Path) -> None:
     assert summary["sandbox"]["network"] is False
     assert "blocked" in result
     assert len(server.requests) == 2  # the command's own request never arrived
+
+
+def test_unknown_usage_is_null_and_counted_not_zero(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with LoopbackServer() as server:
+        server.queue(text_reply("hello", usage=None))  # llama.cpp streams carry no usage
+        proc, summary = _run(tmp_path, server, "--workspace", str(workspace), "--allow", "read", "hi")
+    assert proc.returncode == 0, proc.stderr
+    assert summary["usage"] is None
+    assert summary["usageUnknownRequests"] == 1
+    assert summary["tokensPerSecond"] is None
+    assert summary["toolsDropped"] is None  # nothing to judge it by
+    assert summary["contextLength"] is None
+    assert summary["warnings"] == []
+
+
+def test_a_local_server_that_drops_the_tools_and_cannot_stream_them(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    answer = {
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "No tools here."}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 40, "completion_tokens": 5},
+    }
+    with LoopbackServer() as server:
+        server.queue(
+            Reply.json({"default_generation_settings": {"n_ctx": 4096}}),  # GET /props (--context-length auto)
+            Reply.sse(b""),  # llama-cpp-python: tool_choice "auto" cannot be streamed
+            Reply.json(answer),
+        )
+        args = ["--workspace", str(workspace), "--allow", "read", "--context-length", "auto", "read notes.txt"]
+        proc, summary = _run(tmp_path, server, *args)
+        paths = [request.path for request in server.requests]
+        first, second = (request.json() for request in server.requests[1:])
+    assert proc.returncode == 0, proc.stderr
+    assert paths == ["/props", "/v1/chat/completions", "/v1/chat/completions"]
+    assert first["tool_choice"] == "auto"
+    assert first["stream"] is True
+    assert "stream" not in second
+    assert 0 < second["max_tokens"] < 4096
+    assert summary["contextLength"] == 4096
+    assert summary["toolsDropped"] is True
+    assert [warning["kind"] for warning in summary["warnings"]] == ["dialect_learned", "tools_dropped"]
+    assert "tiny-agent: The server left the tools out of the prompt" in proc.stderr
+    assert summary["usage"] == {"input": 40, "output": 5, "cacheRead": 0, "cacheWrite": 0}
+    assert summary["usageUnknownRequests"] == 0
+    assert summary["tokensPerSecond"] > 0
+
+
+def test_blocked_recovery_says_what_differs_and_how_to_abandon(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with LoopbackServer() as server:
+        session_id = _crashed_session(tmp_path, server, workspace)
+        env = {**os.environ, "TEST_KEY": KEY, "TINY_AGENT_DATA_DIR": str(tmp_path / "data"), "NO_PROXY": "*"}
+        proc = subprocess.run(
+            [sys.executable, "-m", "tiny_agent_core", "run", "--base-url", server.base_url, "--model", "other",
+             "--workspace", str(workspace), "--session", session_id, "second"],
+            capture_output=True, text=True, env=env, cwd=ROOT, timeout=120, check=False,
+        )  # fmt: skip
+    assert proc.returncode == 2
+    summary = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert summary["error"]["kind"] == "recovery_blocked"
+    assert summary["error"]["differences"] == ["model 'm' → 'other'", "provider 'custom:m' → 'custom:other'"]
+    assert "tiny-agent session abandon " in proc.stderr
+    (path,) = (workspace / ".tiny-agent" / "sessions").glob("*.jsonl")
+    assert str(path) in proc.stderr

@@ -181,3 +181,15 @@ def test_bad_arguments_are_one_line(tmp_path: Path, args: list[str]) -> None:
     assert result.returncode == 2
     (line,) = result.stderr.splitlines()
     assert line.startswith("tiny-agent chat: error: argument ")
+
+
+def test_an_empty_answer_exits_2_with_a_typed_error(tmp_path: Path, server: LoopbackServer) -> None:
+    chunks = [
+        {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": "stop"}]},
+    ]
+    server.queue(Reply.sse(sse_events(chunks)))
+    result = run_cli(tmp_path, "--base-url", server.base_url, "--model", "m", "hi")
+    assert result.returncode == 2
+    error = json.loads(result.stderr.strip().splitlines()[-1])["error"]
+    assert error["kind"] == "empty_response"
+    assert "empty answer" in error["message"]
