@@ -108,6 +108,8 @@ def test_the_real_target_and_warnings_are_shown_above_the_diff(qtbot: QtBot) -> 
     assert "&lt;hooks&gt;" in dialog.warnings_label.text()  # escaped, not markup from the repository
     assert dialog.warnings_label.accessibleDescription() == " ".join(warnings)
     layout = dialog.layout()
+    assert layout is not None
+    assert dialog.preview is not None
     assert layout.indexOf(dialog.target_label) < layout.indexOf(dialog.warnings_label) < layout.indexOf(dialog.preview)
 
 
@@ -348,6 +350,7 @@ async def test_an_edit_through_a_symlink_shows_the_target_and_the_git_risk(qtbot
     assert "inside version-control internals" in dialog.risk_label.text()
     assert dialog.deny_button.isDefault()
     layout = dialog.layout()
+    assert layout is not None
     assert layout.indexOf(dialog.risk_label) < layout.indexOf(dialog.target_label) < layout.indexOf(dialog.rationale)
 
 
@@ -383,11 +386,13 @@ def test_the_dialog_is_not_modal_and_every_control_is_named(qtbot: QtBot) -> Non
     assert not dialog.isModal()
     assert dialog.windowModality() is Qt.WindowModality.NonModal
     assert QApplication.activeModalWidget() is None
-    controls = dialog.findChildren(QPushButton) + dialog.findChildren(QLineEdit) + dialog.findChildren(QTextEdit)
-    controls += dialog.findChildren(QPlainTextEdit) + dialog.findChildren(QComboBox)
-    assert all(control.accessibleName() for control in controls if control.parent() is dialog)
-    chain, widget = [dialog], dialog.nextInFocusChain()
-    while widget is not dialog and len(chain) < 100:
+    kinds: list[type[QWidget]] = [QPushButton, QLineEdit, QTextEdit, QPlainTextEdit, QComboBox]
+    controls = [control for kind in kinds for control in dialog.findChildren(kind) if control.parent() is dialog]
+    assert controls
+    assert all(control.accessibleName() for control in controls)
+    chain: list[QWidget] = [dialog]
+    widget = dialog.nextInFocusChain()
+    while widget is not None and widget is not dialog and len(chain) < 100:
         chain.append(widget)
         widget = widget.nextInFocusChain()
     for button in buttons(dialog).values():
