@@ -5,8 +5,9 @@
 
 The same numbers as the window's cost view (:mod:`tiny_agent_core.ledger.costs`). The given workspaces are indexed
 first (new or changed session files are read; every request is priced from the file, the provider's own figure
-kept) and only their sessions are reported; without ``--workspace``, every known workspace is brought up to date
-and every indexed session is reported. ``--since``/``--until`` keep the requests that started on those local days
+kept) and only their sessions are reported; without ``--workspace``, every indexed session is reported as the
+index has it (``tiny-agent sessions --all`` or the window bring it up to date). Changed price overrides in the
+settings are applied first either way. ``--since``/``--until`` keep the requests that started on those local days
 (inclusive). Days and weeks are local calendar days; a week is keyed by its Monday.
 
 With ``--json``, one object on stdout: ``{"rows": [{"key": <session id | "provider/model" | "YYYY-MM-DD">,
@@ -33,7 +34,7 @@ from typing import Any
 from tiny_agent_core.cli.arguments import existing_folder
 from tiny_agent_core.cli.index import index_failed, using_index
 from tiny_agent_core.errors import LedgerError
-from tiny_agent_core.ledger import IndexConnection, known_workspaces, scan_workspace
+from tiny_agent_core.ledger import IndexConnection, refresh_prices, scan_workspace
 from tiny_agent_core.ledger.costs import (
     GROUPINGS,
     CostReport,
@@ -122,7 +123,8 @@ def run_cost(args: argparse.Namespace) -> int:
     selection = Selection(workspaces=args.workspace, since=args.since, until=args.until)
 
     def scan_and_report(conn: IndexConnection) -> tuple[list[str], CostReport]:
-        workspaces = args.workspace or known_workspaces(conn)
+        refresh_prices(conn)
+        workspaces = args.workspace or []
         skipped = [
             f"skipped {item.path}: {item.code} at line {item.line}"
             for workspace in workspaces

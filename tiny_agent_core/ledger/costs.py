@@ -180,6 +180,18 @@ class DailyModelCost:
 
 
 @dataclass(frozen=True, slots=True)
+class CostOverview:
+    """Everything the cost view lists for one selection, read in one go."""
+
+    sessions: list[CostRow]
+    models: list[CostRow]
+    days: list[CostRow]
+    weeks: list[CostRow]
+    daily: list[DailyModelCost]
+    total: CostRow
+
+
+@dataclass(frozen=True, slots=True)
 class WhatIf:
     """A selection's actual cost beside an estimate of the same token counts at another model's rates."""
 
@@ -411,6 +423,19 @@ def cost_total(conn: sqlite3.Connection, selection: Selection | None = None) -> 
 def cost_report(conn: sqlite3.Connection, by: GroupBy = "session", selection: Selection | None = None) -> CostReport:
     """:func:`cost_rows` and :func:`cost_total` of the same selection."""
     return CostReport(by, cost_rows(conn, by, selection), cost_total(conn, selection))
+
+
+def cost_overview(conn: sqlite3.Connection, selection: Selection | None = None) -> CostOverview:
+    """Sessions, models, days, weeks, the cost per day by model and the total of one selection."""
+    selection = selection or Selection()
+    return CostOverview(
+        sessions=cost_rows(conn, "session", selection),
+        models=cost_rows(conn, "model", selection),
+        days=cost_rows(conn, "day", selection),
+        weeks=cost_rows(conn, "week", selection),
+        daily=daily_model_costs(conn, selection),
+        total=cost_total(conn, selection),
+    )
 
 
 def daily_model_costs(conn: sqlite3.Connection, selection: Selection | None = None) -> list[DailyModelCost]:

@@ -4,26 +4,26 @@ from __future__ import annotations
 
 import time
 from datetime import datetime
-from decimal import ROUND_HALF_EVEN, Decimal
+from decimal import Decimal
+
+from tiny_agent_core.ledger.costs import money_text as format_money
+
+__all__ = [
+    "NOT_APPLICABLE",
+    "UNKNOWN_COST",
+    "cost_text",
+    "format_money",
+    "local_datetime",
+    "rate_text",
+    "relative_time",
+    "tokens_text",
+]
 
 UNKNOWN_COST = "cost unknown"
 """Shown instead of an amount when no request's cost is known."""
 
 NOT_APPLICABLE = "—"
 """Shown where a figure does not exist (no prompt tokens, no runs)."""
-
-
-def format_money(amount: Decimal) -> str:
-    """US dollars for display: cents from $1 up, else two significant digits (``$0.012``, ``$0.0009``), so that
-    small per-request costs stay comparable; never "$0.00" for a non-zero cost."""
-    if amount == 0:
-        return "$0.00"
-    if abs(amount) >= 1:
-        return f"${amount.quantize(Decimal('0.01'), rounding=ROUND_HALF_EVEN):,}"
-    places = 1 - amount.adjusted()
-    digits = f"{amount.quantize(Decimal(1).scaleb(-max(places, 2)), rounding=ROUND_HALF_EVEN):f}"
-    whole, _, fraction = digits.partition(".")
-    return f"${whole}.{fraction.rstrip('0').ljust(2, '0')}"
 
 
 def cost_text(cost: Decimal | None, unknown_requests: int = 0, *, unknown: str = UNKNOWN_COST) -> str:
