@@ -70,10 +70,12 @@ def action_for(error: BaseException | None, profile: ProviderProfile | None) -> 
             text = f"{name} is rate-limiting requests (HTTP {error.status}) without saying how long to wait."
         return ErrorAction("rate_limit", text, retry_after=wait if wait <= MAX_WAIT_SECONDS else None)
     if getattr(error, "kind", None) == CONTEXT_LENGTH:
+        window = getattr(error, "context_length", None)
+        size = f" ({window:,} tokens)" if isinstance(window, int) and window > 0 else ""
         return ErrorAction(
             "context_length",
-            "The conversation no longer fits in the model's context. Compact it (the summary keeps the gist) or "
-            "start a new session.",
+            f"The conversation no longer fits in the model's context{size}. Compact it (a summary keeps the gist) "
+            "or start a new session.",
         )
     if (
         isinstance(error, ProviderConnectionError)

@@ -26,7 +26,10 @@ def _refused(url: str) -> ProviderConnectionError:
 
 
 class _ContextLength(ProviderError):
+    """Stands for the core's ContextLengthError: the window decides on ``kind`` alone."""
+
     kind = "context_length"
+    context_length = 8192
 
 
 def test_auth_opens_settings() -> None:
@@ -66,7 +69,7 @@ def test_context_length_offers_compact_and_new_session() -> None:
     action = action_for(_ContextLength("too long"), OPENROUTER)
     assert action is not None
     assert action.kind == "context_length"
-    assert "Compact" in action.text
+    assert action.text.startswith("The conversation no longer fits in the model's context (8,192 tokens). Compact")
 
 
 def test_other_errors_have_no_extra_action() -> None:

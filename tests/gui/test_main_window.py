@@ -291,6 +291,18 @@ async def test_leaving_the_session_cancels_a_waiting_retry(window: MainWindow, s
     assert len(server.requests) == 1
 
 
+async def test_a_context_overflow_offers_compact_and_a_new_session(window: MainWindow, server: LoopbackServer) -> None:
+    message = "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens."
+    server.queue(Reply.error(400, {"error": {"message": message, "code": "context_length_exceeded"}}))
+    await _failed_run(window)
+    assert "no longer fits in the model's context (8,192 tokens)" in window.banner_text.text()
+    assert [b.text() for b in (window.banner_action, window.banner_action_2)] == ["Compact", "New session"]
+    first = window.controller.session
+    window.banner_action_2.click()
+    assert window.controller.session is not None
+    assert window.controller.session is not first
+
+
 async def test_a_local_server_that_is_down_says_how_to_start_it(window: MainWindow) -> None:
     closed = _closed_url()
     settings = window.services.settings
