@@ -415,6 +415,9 @@ class _Dialog(Protocol):
     @property
     def finished(self) -> Any: ...
 
+    @property
+    def destroyed(self) -> Any: ...
+
     def answer(self) -> ApprovalAnswer: ...
 
     def show(self) -> None: ...
@@ -437,21 +440,31 @@ class DialogApprover:
 
     async def ask(self, request: ApprovalRequest) -> ApprovalAnswer:
         """Show the (non-modal) dialog and wait for its answer without blocking the event loop or the window;
-        cancelling closes it."""
+        cancelling closes it. The window being destroyed under it (it is not modal: the window can be closed)
+        denies the call."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[ApprovalAnswer] = loop.create_future()
         dialog = self.dialog_factory(request, self.parent)
+        alive = True
 
         def resolve(_result: int) -> None:
             if not future.done():
                 future.set_result(dialog.answer())
 
+        def destroyed(_object: object = None) -> None:
+            nonlocal alive
+            alive = False
+            if not future.done():
+                future.set_result(ApprovalAnswer.deny("The window asking for approval was closed."))
+
         dialog.finished.connect(resolve)
+        dialog.destroyed.connect(destroyed)
         dialog.show()
         try:
             return await future
         finally:
-            if not future.done():  # cancelled while the dialog is open
-                future.cancel()
-                dialog.reject()
-            dialog.deleteLater()
+            if alive:
+                if not future.done():  # cancelled while the dialog is open
+                    future.cancel()
+                    dialog.reject()
+                dialog.deleteLater()

@@ -442,3 +442,16 @@ async def test_the_window_stays_usable_while_an_approval_is_pending(window: Main
 def pending_dialog() -> ApprovalDialog | None:
     found = [w for w in QApplication.topLevelWidgets() if isinstance(w, ApprovalDialog) and w.isVisible()]
     return found[0] if found else None
+
+
+async def test_destroying_the_window_under_the_prompt_denies(qtbot: QtBot) -> None:
+    keep = QWidget()  # closing the last window would quit the app and stop the loop
+    qtbot.addWidget(keep)
+    keep.show()
+    parent = QWidget()
+    parent.show()
+    ask = asyncio.create_task(DialogApprover(parent).ask(BASH))
+    await wait_for(lambda: [d for d in parent.findChildren(ApprovalDialog) if d.isVisible()])
+    parent.deleteLater()  # the main window closed and deleted: it is not blocked by the prompt any more
+    answer = await asyncio.wait_for(ask, 2)
+    assert answer == ApprovalAnswer.deny("The window asking for approval was closed.")
