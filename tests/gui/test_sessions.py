@@ -13,8 +13,9 @@ from PySide6.QtGui import QPixmap
 from pytestqt.modeltest import ModelTester
 from pytestqt.qtbot import QtBot
 
+from tests.core.ledger.sessionfiles import SessionFile
 from tests.gui.test_sessions_data import T0, add_sessions, session_id, title_of
-from tiny_agent_core.ledger import SessionSummary, connect, get_session
+from tiny_agent_core.ledger import Cost, LiveRequest, SessionSummary, connect, get_session, record_live, scan_workspace
 from tiny_agent_gui.sessions import SessionListModel, SessionListPane, SessionStatus, status_of
 
 NOW = T0 + 10_000_000
@@ -247,3 +248,35 @@ def test_pane_starts_empty(qtbot: QtBot, conn: sqlite3.Connection) -> None:
     assert pane.model.rowCount() == 0
     assert "No sessions yet" in pane.empty_label.text()
     assert not pane.empty_label.isHidden()
+
+
+def test_a_rate_limited_request_neither_fails_the_session_nor_makes_its_cost_unknown(
+    conn: sqlite3.Connection, workspace: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A 429 is not billed (no "+1 unknown"), and the status mark is the last run's outcome, not any failure."""
+    monkeypatch.setenv("TINY_AGENT_CONFIG_DIR", str(tmp_path / "config"))
+    session = SessionFile(workspace, 1, created_at=T0, model="gpt-4o", provider="openai")
+    session.user("too fast")
+    session.attempt()
+    session.fail(message="HTTP 429: rate limited — retry later.")
+    session.user("again")
+    session.attempt()
+    session.answer("fine", usage=(1000, 10, 0, 0))
+    partly = SessionFile(workspace, 2, created_at=T0 + 1, model="nobody/model")
+    partly.user("no price")
+    reported = partly.attempt()
+    partly.call_read("a.txt", usage=(1, 1, 0, 0))
+    partly.attempt()
+    partly.answer("?", usage=(1, 1, 0, 0))
+    scan_workspace(conn, workspace)
+    record_live(conn, LiveRequest(reported, cost=Cost(Decimal("0.5"), "provider")))
+    model = _model(conn)
+    row = model.row_of(session.id)
+    assert row is not None
+    index = model.index(row)
+    assert index.data(SessionListModel.StatusRole) is SessionStatus.NONE
+    text = index.data(SessionListModel.CostTextRole)
+    assert text.startswith("$")
+    assert "unknown" not in text
+    partial = model.index(model.row_of(partly.id) or 0)
+    assert partial.data(SessionListModel.CostTextRole) == "≥ $0.50 + 1 unknown"

@@ -12,7 +12,8 @@ from typing import Any
 from PySide6.QtCore import QAbstractListModel, QByteArray, QModelIndex, QObject, QPersistentModelIndex, Qt
 
 from tiny_agent_core.ledger import SessionSummary, get_session, list_sessions
-from tiny_agent_gui.cost.formatting import cost_text, local_datetime, relative_time
+from tiny_agent_core.ledger.costs import cost_text
+from tiny_agent_gui.cost.formatting import UNKNOWN_COST, local_datetime, relative_time
 
 ModelIndex = QModelIndex | QPersistentModelIndex
 
@@ -231,7 +232,7 @@ class SessionListModel(QAbstractListModel):
         if role == self.ModelNameRole:
             return summary.model
         if role == self.CostTextRole:
-            return cost_text(summary.cost, summary.cost_unknown_requests)
+            return cost_text(summary.cost, summary.cost_unknown_requests, unknown=UNKNOWN_COST)
         if role == self.RelativeTimeRole:
             return relative_time(summary.created_at, self._clock())
         if role == self.WorkspaceRole:
@@ -249,7 +250,7 @@ class SessionListModel(QAbstractListModel):
             parts.append(status.value)
         parts += [
             summary.model,
-            cost_text(summary.cost, summary.cost_unknown_requests),
+            cost_text(summary.cost, summary.cost_unknown_requests, unknown=UNKNOWN_COST),
             relative_time(summary.created_at, self._clock()),
         ]
         return ", ".join(parts)
