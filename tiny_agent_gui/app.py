@@ -67,6 +67,8 @@ def attach_settings_dialog(window: MainWindow) -> None:
             dialog.add_provider(request.add_preset)
         elif request.profile_id is not None:
             dialog.show_provider(request.profile_id)
+        elif request.price_for is not None:
+            dialog.price_for(*request.price_for)
 
     window.set_settings_opener(open_dialog)
 

@@ -91,6 +91,8 @@ class SettingsRequest:
     """Select this provider profile (and focus its key field)."""
     add_preset: str | None = None
     """Add a profile for this preset, select it and focus its key field."""
+    price_for: tuple[str, str] | None = None
+    """``(provider, model)``: open the price override for them (from the cost view's "set a price")."""
 
 
 def _focusable_in_chain_order(pane: QWidget) -> list[QWidget]:
@@ -291,6 +293,9 @@ class MainWindow(QMainWindow):
         self.sessions.session_activated.connect(self._open_summary)
         self.sessions.new_session_requested.connect(self.new_session)
         self.cost_view.session_activated.connect(self._open_session_id)
+        self.cost_view.set_price_requested.connect(
+            lambda provider, model: self.open_settings(SettingsRequest(price_for=(provider, model)))
+        )
         self.welcome.setupProviderRequested.connect(lambda: self.open_settings())
         self.welcome.presetChosen.connect(lambda preset: self.open_settings(SettingsRequest(add_preset=preset)))
         self.welcome.localServerChosen.connect(self.use_local_server)

@@ -251,6 +251,8 @@ async def test_a_401_offers_that_providers_settings(window: MainWindow, server: 
     window.banner_action.click()
     assert opened == [SettingsRequest(profile_id="local")]
     assert not window.banner.isVisible()
+    window.cost_view.set_price_requested.emit("custom", "test-model")  # the cost view's "set a price →"
+    assert opened[-1] == SettingsRequest(price_for=("custom", "test-model"))
 
 
 async def test_a_429_counts_down_and_retries_once_by_itself(window: MainWindow, server: LoopbackServer) -> None:

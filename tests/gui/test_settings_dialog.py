@@ -450,3 +450,16 @@ def test_every_stop_on_the_providers_tab_has_a_name(qtbot: QtBot, env: Env, memo
                 unnamed.append(type(widget).__name__)
         widget = widget.nextInFocusChain()
     assert unnamed == []
+
+
+def test_it_opens_at_a_price_for_a_provider_and_model(qtbot: QtBot, env: Env) -> None:
+    dialog = env.dialog(qtbot)
+    dialog.show()
+    dialog.price_for("ollama", "qwen3:8b")
+    assert dialog.tabs.currentWidget() is dialog.prices
+    row = dialog.prices.rows()[-1]
+    assert (row.provider.currentData(), row.model.text()) == ("ollama", "qwen3:8b")
+    qtbot.waitUntil(row.input.hasFocus, timeout=2000)
+    count = len(dialog.prices.rows())
+    dialog.price_for("ollama", "qwen3:8b")  # the same row again, not a second one
+    assert len(dialog.prices.rows()) == count
