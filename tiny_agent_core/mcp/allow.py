@@ -7,12 +7,12 @@ not offer, is an error rather than a silent no-op.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from tiny_agent_core.mcp.tool import McpTool
 
-__all__ = ["PREFIX", "McpAllow", "allowed_names", "is_mcp_spec", "parse_allow"]
+__all__ = ["PREFIX", "McpAllow", "allowed_names", "is_mcp_spec", "parse_allow", "split_allow"]
 
 PREFIX = "mcp:"
 """What starts an MCP ``--allow`` spec."""
@@ -43,6 +43,13 @@ def parse_allow(spec: str) -> McpAllow:
     if not alias or (slash and not tool):
         raise ValueError(f"{spec!r} must be mcp:ALIAS or mcp:ALIAS/TOOL")
     return McpAllow(alias, tool or None)
+
+
+def split_allow(values: Sequence[str]) -> tuple[list[str], list[McpAllow]]:
+    """``--allow`` values split into the other names (built-ins, in order) and the MCP specs (parsed)."""
+    return [value for value in values if not is_mcp_spec(value)], [
+        parse_allow(value) for value in values if is_mcp_spec(value)
+    ]
 
 
 def allowed_names(specs: Iterable[McpAllow], tools: Iterable[McpTool]) -> list[str]:

@@ -22,12 +22,16 @@ Streamable HTTP server when it has ``url`` (``tokenEnv`` optional: the environme
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 import os
 import re
+import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from tiny_agent_core.mcp.errors import McpCatalogError
@@ -40,10 +44,12 @@ __all__ = [
     "HttpServer",
     "ServerSpec",
     "StdioServer",
+    "catalog_document",
     "is_loopback",
     "load_catalog",
     "parse_catalog",
     "parse_catalog_text",
+    "save_catalog",
 ]
 
 MAX_CATALOG_BYTES = 1024 * 1024
@@ -109,6 +115,46 @@ class Catalog:
             known = ", ".join(self.servers) or "none"
             raise McpCatalogError(f"unknown MCP server: {', '.join(unknown)} (the catalog has: {known})")
         return [self.servers[alias] for alias in wanted]
+
+
+def catalog_document(catalog: Catalog) -> dict[str, Any]:
+    """``catalog`` in the reference's format (``{"servers": …}``), which :func:`parse_catalog` reads back."""
+    servers: dict[str, Any] = {}
+    for alias, spec in catalog.servers.items():
+        entry: dict[str, Any]
+        if isinstance(spec, StdioServer):
+            entry = {"command": spec.command, "args": list(spec.args), "env": dict(spec.env)}
+            if spec.cwd is not None:
+                entry["cwd"] = spec.cwd
+        else:
+            entry = {"url": spec.url}
+            if spec.token_env is not None:
+                entry["tokenEnv"] = spec.token_env
+        if spec.allowed_tools is not None:
+            entry["allowedTools"] = list(spec.allowed_tools)
+        entry["callTimeoutMs"] = spec.call_timeout_ms
+        servers[alias] = entry
+    return {"servers": servers}
+
+
+def save_catalog(path: str | os.PathLike[str], catalog: Catalog) -> None:
+    """Write ``catalog`` to ``path`` in the reference's format, atomically, readable by the user only (an ``env``
+    may hold a server's credentials). For the app's own catalog file: it would drop the other settings of a Claude
+    Desktop file."""
+    target = Path(path)
+    data = json.dumps(catalog_document(catalog), ensure_ascii=False, indent=2).encode() + b"\n"
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.chmod(temporary, 0o600)
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def load_catalog(path: str | os.PathLike[str]) -> Catalog:

@@ -18,9 +18,11 @@ from tiny_agent_core.mcp.catalog import (
     Catalog,
     HttpServer,
     StdioServer,
+    catalog_document,
     load_catalog,
     parse_catalog,
     parse_catalog_text,
+    save_catalog,
 )
 from tiny_agent_core.mcp.errors import McpCatalogError
 
@@ -200,3 +202,29 @@ def test_catalog_shaped_json_is_a_catalog_or_a_catalog_error(value: object) -> N
 def test_arbitrary_text_is_a_catalog_or_a_catalog_error(text: str) -> None:
     with contextlib.suppress(McpCatalogError):
         parse_catalog_text(text)
+
+
+def test_a_saved_catalog_reads_back_the_same(tmp_path: Path) -> None:
+    catalog = parse_catalog(
+        {
+            "mcpServers": {
+                "files": {"command": "npx", "args": ["-y", "x"], "env": {"TOKEN": "t"}, "cwd": "/data"},
+                "docs": {"type": "http", "url": "https://h.example/mcp", "tokenEnv": "T", "allowedTools": ["a"]},
+            }
+        }
+    )
+    path = tmp_path / "mcp.json"
+    save_catalog(path, catalog)
+    assert load_catalog(path) == catalog
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert parse_catalog(catalog_document(catalog)) == catalog
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(catalogs)
+def test_any_parsed_catalog_survives_a_save(value: object) -> None:
+    try:
+        catalog = parse_catalog(value)
+    except McpCatalogError:
+        return
+    assert parse_catalog(json.loads(json.dumps(catalog_document(catalog)))) == catalog

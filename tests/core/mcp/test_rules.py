@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from mcp_types import (
     BlobResourceContents,
     CallToolResult,
@@ -15,9 +18,15 @@ from mcp_types import (
 )
 from mcp_types import Tool as RemoteTool
 
-from tiny_agent_core.mcp.allow import McpAllow, allowed_names, is_mcp_spec, parse_allow
+from tiny_agent_core.mcp.allow import McpAllow, allowed_names, is_mcp_spec, parse_allow, split_allow
 from tiny_agent_core.mcp.limits import MAX_DESCRIPTION_BYTES, MAX_SCHEMA_BYTES, MAX_TOOLS, check_tools
-from tiny_agent_core.mcp.names import MAX_FUNCTION_NAME, display_name, function_name
+from tiny_agent_core.mcp.names import (
+    MAX_FUNCTION_NAME,
+    display_name,
+    function_name,
+    parse_function_name,
+    shown_name,
+)
 from tiny_agent_core.mcp.results import MAX_RESULT_BYTES, outcome_of, truncate
 from tiny_agent_core.tools.base import ToolOutcome
 
@@ -145,3 +154,31 @@ def test_allowed_names_resolve_specs_to_function_names() -> None:
         allowed_names([McpAllow("nope")], tools)
     with pytest.raises(ValueError, match="no connected tool write of server files"):
         allowed_names([McpAllow("files", "write")], tools)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(min_size=1, max_size=20), st.text(min_size=1, max_size=20))
+def test_function_names_read_back(alias: str, tool: str) -> None:
+    name = function_name(alias, tool)
+    assume(name is not None)
+    assert name is not None
+    assert re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name)
+    parsed = parse_function_name(name)
+    assert parsed is not None
+    assert function_name(*parsed) == name
+
+
+def test_shown_names() -> None:
+    assert shown_name(str(function_name("docs", "search"))) == "mcp:docs/search"
+    assert shown_name("read") == "read"
+    assert shown_name("mcp__!!__x") == "mcp__!!__x"
+    assert parse_function_name("mcp__ZG9jcw") is None
+
+
+def test_split_allow() -> None:
+    assert split_allow(["read", "mcp:docs", "bash", "mcp:files/read"]) == (
+        ["read", "bash"],
+        [McpAllow("docs"), McpAllow("files", "read")],
+    )
+    with pytest.raises(ValueError, match="mcp:ALIAS"):
+        split_allow(["mcp:"])

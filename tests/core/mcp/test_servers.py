@@ -11,6 +11,7 @@ import pytest
 
 from tests.core.mcp.conftest import http_server, stdio_server
 from tiny_agent_core.errors import ToolAborted
+from tiny_agent_core.mcp import connection
 from tiny_agent_core.mcp.catalog import Catalog, HttpServer, ServerSpec, StdioServer
 from tiny_agent_core.mcp.errors import McpCatalogError, McpConnectError
 from tiny_agent_core.mcp.names import function_name
@@ -26,6 +27,15 @@ REMOTE_TOOLS = {"echo", "fail", "crash", "hang", "env", "pid", "big"}
 
 def catalog(*specs: ServerSpec) -> Catalog:
     return Catalog({spec.alias: spec for spec in specs})
+
+
+async def connect_error(*specs: ServerSpec, connect_timeout: float = 10.0) -> McpConnectError:
+    """The error connecting every server of ``specs`` raises."""
+    aliases = [spec.alias for spec in specs]
+    with pytest.raises(McpConnectError) as caught:
+        async with McpServers.connect(catalog(*specs), aliases, connect_timeout=connect_timeout):
+            pass
+    return caught.value
 
 
 def tool(servers: McpServers, remote: str) -> McpTool:
@@ -136,41 +146,32 @@ async def test_closing_kills_the_stdio_server() -> None:
 async def test_a_server_that_cannot_start_is_a_typed_error() -> None:
     missing = StdioServer("gone", "/nonexistent/mcp-server")
     started = time.monotonic()
-    with pytest.raises(McpConnectError) as caught:
-        async with McpServers.connect(catalog(missing), ["gone"]):
-            pass
-    assert caught.value.cause == "connection_failed"
-    assert caught.value.alias == "gone"
-    assert "MCP server gone" in str(caught.value)
+    error = await connect_error(missing)
+    assert error.cause == "connection_failed"
+    assert error.alias == "gone"
+    assert "MCP server gone" in str(error)
     assert time.monotonic() - started < 2
 
 
 async def test_a_server_that_exits_at_start_says_why() -> None:
     broken = StdioServer("broken", sys.executable, ("-c", "import sys; sys.exit('no database configured')"))
-    with pytest.raises(McpConnectError) as caught:
-        async with McpServers.connect(catalog(broken), ["broken"]):
-            pass
-    assert caught.value.cause == "connection_failed"
-    assert "no database configured" in str(caught.value)
+    error = await connect_error(broken)
+    assert error.cause == "connection_failed"
+    assert "no database configured" in str(error)
 
 
 async def test_a_server_that_never_shakes_hands_times_out_at_connect() -> None:
     silent = StdioServer("silent", sys.executable, ("-c", "import time; time.sleep(60)"))
     started = time.monotonic()
-    with pytest.raises(McpConnectError) as caught:
-        async with McpServers.connect(catalog(silent), ["silent"], connect_timeout=1.0):
-            pass
-    assert caught.value.cause == "timeout"
+    error = await connect_error(silent, connect_timeout=1.0)
+    assert error.cause == "timeout"
     # the connect timeout, then the SDK's bounded stop (stdin closed, 2 s grace, then SIGTERM)
     assert time.monotonic() - started < 6
 
 
 async def test_one_failing_server_closes_the_others() -> None:
-    specs = catalog(stdio_server("good"), StdioServer("bad", "/nonexistent/mcp-server"))
-    with pytest.raises(McpConnectError) as caught:
-        async with McpServers.connect(specs, ["good", "bad"]):
-            pass
-    assert caught.value.alias == "bad"
+    error = await connect_error(stdio_server("good"), StdioServer("bad", "/nonexistent/mcp-server"))
+    assert error.alias == "bad"
 
 
 async def test_an_unknown_alias_is_a_catalog_error() -> None:
@@ -199,39 +200,76 @@ async def test_no_secret_of_this_process_reaches_the_stdio_server(monkeypatch: p
 async def test_allowed_tools_limit_what_is_offered() -> None:
     async with McpServers.connect(catalog(stdio_server(allowed_tools=("echo",))), ["t"]) as servers:
         assert [item.remote_name for item in servers.tools()] == ["echo"]
-    with pytest.raises(McpConnectError) as caught:
-        async with McpServers.connect(catalog(stdio_server(allowed_tools=("echo", "delete"))), ["t"]):
-            pass
-    assert caught.value.cause == "invalid_server"
-    assert "delete" in str(caught.value)
+    error = await connect_error(stdio_server(allowed_tools=("echo", "delete")))
+    assert error.cause == "invalid_server"
+    assert "delete" in str(error)
 
 
 async def test_a_missing_token_is_a_configuration_error(http_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MCP_TEST_TOKEN", raising=False)
-    with pytest.raises(McpConnectError) as caught:
-        async with McpServers.connect(catalog(http_server(http_url, token_env="MCP_TEST_TOKEN")), ["h"]):
-            pass
-    assert caught.value.cause == "configuration"
-    assert "MCP_TEST_TOKEN" in str(caught.value)
+    error = await connect_error(http_server(http_url, token_env="MCP_TEST_TOKEN"))
+    assert error.cause == "configuration"
+    assert "MCP_TEST_TOKEN" in str(error)
 
 
 async def test_a_redirect_is_refused(http_url: str) -> None:
     """A server that answers with a redirect (even to the real server, same origin) is not followed."""
-
-    async def redirect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while (await reader.readline()) not in (b"\r\n", b""):
-            pass
-        writer.write(f"HTTP/1.1 307 Temporary Redirect\r\nLocation: {http_url}\r\nContent-Length: 0\r\n\r\n".encode())
-        await writer.drain()
-        writer.close()
-
-    listener = await asyncio.start_server(redirect, "127.0.0.1", 0)
-    port = listener.sockets[0].getsockname()[1]
+    answer = f"HTTP/1.1 307 Temporary Redirect\r\nLocation: {http_url}\r\nContent-Length: 0\r\n\r\n"
+    listener, url = await start_raw_server(answer.encode())
     try:
-        spec = HttpServer("moved", f"http://127.0.0.1:{port}/mcp")
-        with pytest.raises(McpConnectError) as caught:
-            async with McpServers.connect(catalog(spec), ["moved"], connect_timeout=5):
-                pass
+        error = await connect_error(HttpServer("moved", url), connect_timeout=5)
     finally:
         listener.close()
-    assert caught.value.cause == "connection_failed", str(caught.value)
+    assert error.cause == "connection_failed", str(error)
+    assert "Redirect" in str(error)
+
+
+async def start_raw_server(answer: bytes | None) -> tuple[asyncio.Server, str]:
+    """A loopback HTTP server that reads a request's head and answers ``answer`` (``None``: never answers)."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while (await reader.readline()) not in (b"\r\n", b""):
+            pass
+        if answer is None:
+            await asyncio.sleep(60)
+        else:
+            writer.write(answer)
+            await writer.drain()
+        writer.close()
+
+    listener = await asyncio.start_server(handle, "127.0.0.1", 0)
+    return listener, f"http://127.0.0.1:{listener.sockets[0].getsockname()[1]}/mcp"
+
+
+async def test_nothing_listening_is_a_connection_failure() -> None:
+    listener, url = await start_raw_server(b"")
+    listener.close()
+    await listener.wait_closed()
+    started = time.monotonic()
+    error = await connect_error(HttpServer("off", url))
+    assert error.cause == "connection_failed"
+    assert time.monotonic() - started < 5
+
+
+async def test_an_http_server_that_never_answers_times_out_at_connect() -> None:
+    listener, url = await start_raw_server(None)
+    started = time.monotonic()
+    try:
+        error = await connect_error(HttpServer("mute", url), connect_timeout=1.0)
+    finally:
+        listener.close()
+    assert error.cause == "timeout"
+    assert time.monotonic() - started < 4
+
+
+async def test_an_oversized_http_response_is_not_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(connection, "MAX_RESPONSE_BYTES", 100_000)
+    body = b'{"jsonrpc": "2.0", "id": 0, "result": {"padding": "' + b"x" * 200_000 + b'"}}'
+    head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+    listener, url = await start_raw_server(head + body)
+    try:
+        error = await connect_error(HttpServer("huge", url), connect_timeout=5)
+    finally:
+        listener.close()
+    assert error.cause == "connection_failed"
+    assert "larger than 100000 bytes" in str(error)
