@@ -183,11 +183,11 @@ def honest_usage(summary: dict[str, Any]) -> bool:
     return sum(usage.values()) > 0
 
 
-def one_prompt(base_url: str, prompt: str, workspace: Path, data: Path) -> dict[str, Any]:
+def one_prompt(base_url: str, prompt: str, workspace: Path, data: Path, context: int) -> dict[str, Any]:
     """Run one prompt with ``read`` offered; what happened, judged from the summary and the session file."""
     status, _, stderr = tiny_agent(
         "run", "--workspace", str(workspace), "--base-url", base_url, "--model", MODEL_NAME, "--allow", "read",
-        "--context-length", "auto", "--max-steps", "4", "--timeout", "300", prompt,
+        "--context-length", str(context), "--max-steps", "6", "--timeout", "300", prompt,
         data=data,
     )  # fmt: skip
     summary = last_json(stderr)
@@ -254,7 +254,7 @@ def main() -> int:
             workspace = Path(scratch) / f"ws{index}"
             workspace.mkdir()
             (workspace / "notes.txt").write_text(NOTE + "\n", encoding="utf-8")
-            runs.append(one_prompt(base_url, prompt, workspace, data))
+            runs.append(one_prompt(base_url, prompt, workspace, data, args.context))
             log(f"prompt {index + 1}: {json.dumps(runs[-1])}")
     pipeline = all(r["accepted"] and r["sessionValid"] and r["honestUsage"] for r in runs)
     reached = sum(r["resultReachedModel"] for r in runs)

@@ -15,7 +15,8 @@ cancellation) ``stream.capture`` holds the raw wire record.
 
 Nothing is retried automatically, with one exception: a server that refuses a valid form of the request for its
 dialect (:func:`~tiny_agent_core.providers.openai_chat.dialect_fallback`: it cannot stream a request with tools,
-or refuses ``content: null``) gets the request once more in the form it accepts, before any event was yielded;
+or refuses ``content: null``) gets the request once more in the form it accepts, before any event was yielded
+(and once again if that resend meets a connection the server has just closed);
 ``stream.dialect`` is then the dialect learned (the caller remembers it for the profile), and the result's
 ``outbound_repairs`` name the repair.
 
@@ -39,7 +40,7 @@ from typing import Any, Protocol, cast
 import httpx
 from httpx_sse import EventSource, SSEError
 
-from tiny_agent_core.errors import MalformedResponseError, ProviderError, ProviderHTTPError
+from tiny_agent_core.errors import MalformedResponseError, ProviderConnectionError, ProviderError, ProviderHTTPError
 from tiny_agent_core.providers.capture import DEFAULT_CAPTURE_LIMIT, CaptureRecorder, RawCapture, scrub
 from tiny_agent_core.providers.openai_chat import (
     DEFAULT_LIMITS,
@@ -282,6 +283,7 @@ class ChatStream:
             error.body = scrub(error.body, key)
 
     async def _run(self) -> AsyncGenerator[ChatEvent, None]:
+        resent = False
         while True:
             body, outbound = repair_request(self._body, self.dialect)
             yielded = False
@@ -291,10 +293,19 @@ class ChatStream:
                     yield event
                 return
             except ProviderError as error:
-                learned = None if yielded else dialect_fallback(error, body, self.dialect)
+                if yielded:
+                    raise
+                if resent and isinstance(error, ProviderConnectionError):
+                    # The refused request's keep-alive connection, closed by the server as it was reused
+                    # (llama-cpp-python after its empty stream): once more, on a new connection.
+                    resent = False
+                    self._ended = False
+                    continue
+                learned = dialect_fallback(error, body, self.dialect)
                 if learned is None:
                     raise
                 self.dialect = learned
+                resent = True
                 self._ended = False
 
     async def _send(self, sent: dict[str, Any], outbound: tuple[str, ...]) -> AsyncGenerator[ChatEvent, None]:

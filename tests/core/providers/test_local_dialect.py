@@ -15,8 +15,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.core.providers.support import run_chat
-from tests.loopback import LoopbackServer, Reply, sse_events
-from tiny_agent_core.errors import ContextLengthError, EmptyStreamError, MalformedResponseError, ServerError
+from tests.loopback import Abort, LoopbackServer, Reply, sse_events
+from tiny_agent_core.errors import (
+    ContextLengthError,
+    EmptyStreamError,
+    MalformedResponseError,
+    ProviderConnectionError,
+    ServerError,
+)
 from tiny_agent_core.providers.client import ChatCompleted, ProviderClient
 from tiny_agent_core.providers.openai_chat import (
     LOCAL_DIALECT,
@@ -57,39 +63,47 @@ CALL_TURN = [
     },
     {"role": "tool", "tool_call_id": "c1", "content": "milk"},
 ]
-# llama-cpp-python 0.3 (chatml-function-calling), non-streamed: both tool_calls and the legacy function_call.
+# Recorded from llama-cpp-python 0.3.36 (chatml-function-calling, SmolLM2-135M), non-streamed with
+# tool_choice "auto": both tool_calls and the legacy function_call (whose name ends in a colon).
 LLAMA_CPP_PYTHON_CALL = {
-    "id": "chatcmpl-5e3f",
+    "id": "chatcmpl-406fd0ee-2ea1-4711-b1fd-325dba450942",
     "object": "chat.completion",
-    "created": 1764590000,
+    "created": 1796129554,
     "model": "smollm2",
     "choices": [
         {
-            "finish_reason": "tool_calls",
             "index": 0,
-            "logprobs": None,
             "message": {
                 "content": None,
-                "function_call": {"arguments": '{"path": "notes.txt"}', "name": "read:"},
-                "role": "assistant",
                 "tool_calls": [
                     {
-                        "function": {"arguments": '{"path": "notes.txt"}', "name": "read"},
-                        "id": "call__0_read_cmpl-5e3f",
+                        "id": "call__0_read_cmpl-17ca31a5-4b88-4c80-8573-313dee9bd03f",
                         "type": "function",
+                        "function": {"name": "read", "arguments": '{ "path": "read_list.py"}'},
                     }
                 ],
+                "role": "assistant",
+                "function_call": {"name": "read:", "arguments": '{ "path": "read_list.py"}'},
             },
+            "logprobs": None,
+            "finish_reason": "tool_calls",
         }
     ],
-    "usage": {"completion_tokens": 11, "prompt_tokens": 214, "total_tokens": 225},
+    "usage": {"prompt_tokens": 203, "completion_tokens": 14, "total_tokens": 217},
 }
-# llama-cpp-python refusing content null (pydantic validation surfaced as a 500).
+# Recorded from the same server: an assistant tool-call message with content null (HTTP 500; the trace's file path
+# shortened).
 NOT_A_STRING = {
     "error": {
-        "message": "1 validation error for ChatCompletionRequestAssistantMessage\ncontent\n  Input should be a "
-        "valid string [type=string_type, input_value=None, input_type=NoneType]",
+        "message": "7 validation errors:\n  {'type': 'literal_error', 'loc': ('body', 'messages', 1, "
+        "'ChatCompletionRequestSystemMessage', 'role'), 'msg': \"Input should be 'system'\", 'input': 'assistant', "
+        "'ctx': {'expected': \"'system'\"}}\n  {'type': 'string_type', 'loc': ('body', 'messages', 1, "
+        "'ChatCompletionRequestAssistantMessage', 'content'), 'msg': 'Input should be a valid string', 'input': "
+        'None}\n\n  File "llama_cpp/server/app.py", line 376, in create_chat_completion\n    POST '
+        "/v1/chat/completions",
         "type": "internal_server_error",
+        "param": None,
+        "code": None,
     }
 }
 
@@ -165,7 +179,7 @@ async def test_a_server_that_cannot_stream_tools_gets_them_unstreamed(
     assert final.response.outbound_repairs == ("tool_choice_auto", "tools_not_streamed")
     assert final.response.message.calls[0].function.name == "read"
     assert final.response.usage is not None
-    assert final.response.usage.input == 214
+    assert final.response.usage.input == 203
     assert stream.dialect == Dialect(tool_choice_auto=True, stream_tools=False, null_content=False)
     first, second = (request.json() for request in server.requests)
     assert first["stream"] is True
@@ -174,6 +188,21 @@ async def test_a_server_that_cannot_stream_tools_gets_them_unstreamed(
     assert second["tool_choice"] == "auto"
     assert final.capture.to_json()["outboundRepairs"] == ["tool_choice_auto", "tools_not_streamed"]
     assert final.capture.stream is False
+
+
+async def test_the_resend_survives_the_connection_the_refusal_closed(
+    client: ProviderClient, server: LoopbackServer
+) -> None:
+    # llama-cpp-python closes the empty stream's keep-alive connection just as the resend reuses it.
+    server.queue(Reply.sse(b""), Reply(steps=[Abort()]), Reply.json(LLAMA_CPP_PYTHON_CALL))
+    _, stream, failure = await run_chat(client, server.base_url, tools=TOOLS)
+    assert failure is None
+    assert stream.dialect.stream_tools is False
+    assert len(server.requests) == 3
+    server.queue(Reply.sse(b""), Reply(steps=[Abort()]), Reply(steps=[Abort()]))
+    _, _, failure = await run_chat(client, server.base_url, tools=TOOLS)
+    assert isinstance(failure, ProviderConnectionError)  # only once
+    assert len(server.requests) == 6
 
 
 async def test_a_refusal_in_words_is_learned_the_same_way(client: ProviderClient, server: LoopbackServer) -> None:
@@ -242,20 +271,23 @@ def _answer_chunks(text: str) -> list[dict[str, Any]]:
             },
             4096,
         ),
-        # llama-cpp-python
-        (400, {"error": {"message": "Requested tokens (4310) exceed context window of 4096"}}, 4096),
-        # OpenAI / vLLM
+        # llama-cpp-python 0.3.36 (recorded), as OpenAI and vLLM word it
         (
             400,
             {
                 "error": {
-                    "message": "This model's maximum context length is 4096 tokens. However, you requested 4310 "
-                    "tokens (4310 in the messages). Please reduce the length of the messages.",
+                    "message": "This model's maximum context length is 4096 tokens. However, you requested 5015 "
+                    "tokens (5010 in the messages, 5 in the completion). Please reduce the length of the messages "
+                    "or completion.",
+                    "type": "invalid_request_error",
+                    "param": "messages",
                     "code": "context_length_exceeded",
                 }
             },
             4096,
         ),
+        # older llama-cpp-python
+        (400, {"error": {"message": "Requested tokens (4310) exceed context window of 4096"}}, 4096),
         (413, "prompt is too long", None),
     ],
 )
