@@ -14,15 +14,18 @@ imports the application, creates the ``QApplication`` and the qasync loop, opens
 find nothing changed), builds the ``MainWindow`` (with the settings dialog hook) and shows it.
 
 **Interactive** means: the window is shown on its main page, the session list's viewport has finished its first
-paint (with the first page of rows loaded from the index), and the event loop has then come back for one more
-turn (a zero-delay timer queued from inside that paint event has fired), so input queued at that moment would
-be handled next. The child reads ``time.monotonic()`` (a system-wide clock on Linux) at that point; the parent
-subtracts the monotonic time just before ``subprocess.Popen``. So the figure includes interpreter start-up and
-every import. The child also reports its peak RSS (``resource.getrusage(RUSAGE_SELF).ru_maxrss``) and where the
-time went (imports, services, window construction, show → paint).
+paint (with the first page of rows loaded from the index; with ``--sessions 0`` the list is hidden and its "No
+sessions yet" label paints instead), and the event loop has then come back for one more turn (a zero-delay timer
+queued from inside that paint event has fired), so input queued at that moment would be handled next. The child
+reads ``time.monotonic()`` (a system-wide clock on Linux) at that point; the parent subtracts the monotonic time
+just before ``subprocess.Popen``. So the figure includes interpreter start-up and every import. The child also
+reports its peak RSS (``resource.getrusage(RUSAGE_SELF).ru_maxrss``) and where the time went (imports, services,
+window construction, show → paint).
 
 Prints one JSON object: median and every run of spawn → interactive (ms), the child's phase medians, peak RSS
-median and max (MB), and the targets (≤ 1500 ms, ≤ 250 MB).
+median and max (MB), and the targets (≤ 1500 ms, ≤ 250 MB). Each child has a deadline of ``CHILD_DEADLINE_S``
+(and waits at most 60 s for the first paint), the whole benchmark one of ``DEADLINE_S``
+(:mod:`benchmarks.deadline`): a run that hangs ends with a message and exit status 3.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_MS = 1500
 TARGET_RSS_MB = 250
+DEADLINE_S = 1800
+CHILD_DEADLINE_S = 120
 
 
 def _child() -> None:
@@ -47,6 +52,9 @@ def _child() -> None:
     started = time.monotonic()
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     sys.path.insert(0, str(ROOT))
+    from benchmarks.deadline import exit_after
+
+    exit_after(CHILD_DEADLINE_S, "gui_startup child")
     import asyncio
     import resource
 
@@ -83,9 +91,11 @@ def _child() -> None:
             marks["window"] = time.monotonic()
             done: asyncio.Future[float] = asyncio.get_running_loop().create_future()
             watcher = FirstPaint(done)
+            # The pane shows either its list or, with no sessions, a label in its place: whichever paints first.
             window.sessions.list_view.viewport().installEventFilter(watcher)
+            window.sessions.empty_label.installEventFilter(watcher)
             window.show()
-            interactive = await done
+            interactive = await asyncio.wait_for(done, 60)
             rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
             assert window.pages.currentWidget() is window.splitter, "the welcome page is showing"
             rows = window.sessions.model.rowCount()
@@ -171,6 +181,10 @@ def main() -> None:
     if args.child:
         _child()
         return
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.deadline import exit_after
+
+    exit_after(DEADLINE_S, "gui_startup")
     with tempfile.TemporaryDirectory(prefix="tiny-agent-bench-") as tmp:
         env, prepare_s = _prepare(Path(tmp), args.sessions)
         runs: list[float] = []
@@ -184,6 +198,7 @@ def main() -> None:
                 capture_output=True,
                 text=True,
                 check=False,
+                timeout=CHILD_DEADLINE_S + 30,  # the child's own deadline ends it first
             )
             if process.returncode != 0:
                 sys.exit(f"child failed ({process.returncode}):\n{process.stderr}")
