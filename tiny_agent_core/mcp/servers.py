@@ -15,14 +15,14 @@ is raised, as the reference aborts its start-up. Leaving the block closes every 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 
 from tiny_agent_core.mcp.catalog import Catalog
 from tiny_agent_core.mcp.connection import CONNECT_TIMEOUT, Connection
 from tiny_agent_core.mcp.errors import McpConnectError
 from tiny_agent_core.mcp.limits import check_tools
-from tiny_agent_core.mcp.tool import McpTool
+from tiny_agent_core.mcp.tool import McpCall, McpTool
 
 __all__ = ["McpServers"]
 
@@ -43,8 +43,12 @@ class McpServers:
         *,
         connect_timeout: float = CONNECT_TIMEOUT,
         environ: Mapping[str, str] | None = None,
+        on_call: Callable[[McpCall], None] | None = None,
     ) -> AsyncIterator[McpServers]:
         """Connect the servers ``aliases`` of ``catalog`` (each within ``connect_timeout`` s); close them on leaving.
+
+        ``environ`` (default ``os.environ``) gives a local server's base environment and a remote server's token;
+        ``on_call`` receives every settled call of their tools (:class:`~tiny_agent_core.mcp.tool.McpCall`).
 
         An unknown alias is a :class:`~tiny_agent_core.mcp.errors.McpCatalogError`; a server that cannot be
         connected an :class:`~tiny_agent_core.mcp.errors.McpConnectError`.
@@ -63,7 +67,7 @@ class McpServers:
                     offered = check_tools(connection.alias, connection.tools, connection.spec.allowed_tools)
                 except ValueError as error:
                     raise McpConnectError(connection.alias, "invalid_server", str(error)) from None
-                servers._tools[connection.alias] = [McpTool(connection, remote) for remote in offered]
+                servers._tools[connection.alias] = [McpTool(connection, remote, on_call) for remote in offered]
             yield servers
         finally:
             await servers.aclose()

@@ -1,20 +1,56 @@
 """An MCP server's tool as a :class:`~tiny_agent_core.tools.base.Tool`, so it goes through the approval policy and
-the agent loop exactly as a built-in does (replay ``never``)."""
+the agent loop exactly as a built-in does (replay ``never``).
+
+Each settled call is also reported as an :class:`McpCall` (server, tool, duration, the raw ``tools/call`` params
+and the result as the server sent it) to the ``on_call`` callback, for an inspector.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
+from mcp_types import CallToolResult
 from mcp_types import Tool as RemoteTool
 
 from tiny_agent_core.mcp.connection import Connection, McpCallError
 from tiny_agent_core.mcp.names import display_name, function_name
-from tiny_agent_core.mcp.results import outcome_of
+from tiny_agent_core.mcp.results import outcome_of, truncate
 from tiny_agent_core.tools.base import ToolOutcome, check_cancel
 
-__all__ = ["McpTool"]
+__all__ = ["MAX_RAW_BYTES", "McpCall", "McpTool"]
+
+_log = logging.getLogger(__name__)
+
+MAX_RAW_BYTES = 256 * 1024
+"""The most bytes of a raw request or response an :class:`McpCall` keeps."""
+
+
+@dataclass(frozen=True, slots=True)
+class McpCall:
+    """One settled call, for an inspector."""
+
+    alias: str
+    tool: str
+    """The tool's name on its server."""
+    started_at_ms: int
+    duration_ms: int
+    request: str
+    """The ``tools/call`` params as JSON: ``{"name", "arguments"}`` (cut to :data:`MAX_RAW_BYTES`)."""
+    response: str
+    """The result as the server sent it, as JSON (cut to :data:`MAX_RAW_BYTES`); empty when there is none."""
+    error: str | None = None
+    """Why there is no result (timed out, the server is gone, it refused), or ``None``."""
+
+    @property
+    def display_name(self) -> str:
+        """``mcp:<alias>/<tool>``."""
+        return display_name(self.alias, self.tool)
 
 
 class McpTool:
@@ -22,7 +58,9 @@ class McpTool:
 
     replay: Literal["never"] = "never"
 
-    def __init__(self, connection: Connection, remote: RemoteTool) -> None:
+    def __init__(
+        self, connection: Connection, remote: RemoteTool, on_call: Callable[[McpCall], None] | None = None
+    ) -> None:
         name = function_name(connection.alias, remote.name)
         if name is None:  # limits.check_tools refuses such a tool first
             raise ValueError(f"the tool name {remote.name!r} is too long")
@@ -34,6 +72,7 @@ class McpTool:
         self.parameters: Mapping[str, Any] = {"type": "object", **remote.input_schema}
         self.replay_key = f"mcp:{connection.identity}:{remote.name}"
         """Changes with the server's transport, address, auth kind or protocol version (notes §7.7)."""
+        self._on_call = on_call
 
     @property
     def alias(self) -> str:
@@ -50,9 +89,39 @@ class McpTool:
         check_cancel(cancel)
         if not isinstance(args, Mapping):
             return ToolOutcome.error("arguments must be an object")
+        arguments = dict(args)
+        started_at_ms, started = int(time.time() * 1000), time.monotonic()
         try:
-            result = await self.connection.call(self.remote_name, dict(args), cancel=cancel)
+            result = await self.connection.call(self.remote_name, arguments, cancel=cancel)
         except McpCallError as error:
+            self._report(arguments, started_at_ms, started, None, str(error))
             return ToolOutcome.error(str(error))
+        self._report(arguments, started_at_ms, started, result, None)
         check_cancel(cancel)
         return outcome_of(result)
+
+    def _report(
+        self,
+        arguments: dict[str, Any],
+        started_at_ms: int,
+        started: float,
+        result: CallToolResult | None,
+        error: str | None,
+    ) -> None:
+        if self._on_call is None:
+            return
+        request = json.dumps({"name": self.remote_name, "arguments": arguments}, ensure_ascii=False, default=str)
+        response = result.model_dump_json(by_alias=True, exclude_none=True) if result is not None else ""
+        call = McpCall(
+            self.alias,
+            self.remote_name,
+            started_at_ms,
+            int((time.monotonic() - started) * 1000),
+            truncate(request, MAX_RAW_BYTES),
+            truncate(response, MAX_RAW_BYTES),
+            error,
+        )
+        try:
+            self._on_call(call)
+        except Exception:  # a view's bug must not change the call's outcome
+            _log.exception("the on_call callback of %s failed", call.display_name)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import time
@@ -17,7 +18,7 @@ from tiny_agent_core.mcp.errors import McpCatalogError, McpConnectError
 from tiny_agent_core.mcp.names import function_name
 from tiny_agent_core.mcp.results import MAX_RESULT_BYTES
 from tiny_agent_core.mcp.servers import McpServers
-from tiny_agent_core.mcp.tool import McpTool
+from tiny_agent_core.mcp.tool import McpCall, McpTool
 from tiny_agent_core.tools.base import Tool
 
 pytestmark = pytest.mark.timeout(60)
@@ -273,3 +274,22 @@ async def test_an_oversized_http_response_is_not_read(monkeypatch: pytest.Monkey
         listener.close()
     assert error.cause == "connection_failed"
     assert "larger than 100000 bytes" in str(error)
+
+
+async def test_each_settled_call_is_reported_raw_for_an_inspector() -> None:
+    calls: list[McpCall] = []
+    spec = stdio_server("t", call_timeout_ms=300)
+    async with McpServers.connect(catalog(spec), ["t"], on_call=calls.append) as servers:
+        await tool(servers, "echo").execute({"text": "raw"})
+        await tool(servers, "hang").execute({})
+    answered, timed_out = calls
+    assert answered.display_name == "mcp:t/echo"
+    assert json.loads(answered.request) == {"name": "echo", "arguments": {"text": "raw"}}
+    response = json.loads(answered.response)
+    assert response["content"] == [{"type": "text", "text": "raw"}]
+    assert response["structuredContent"] == {"result": "raw"}
+    assert answered.error is None
+    assert answered.duration_ms >= 0
+    assert timed_out.response == ""
+    assert timed_out.error == "MCP server t did not answer within 300 ms"
+    assert timed_out.duration_ms >= 300
