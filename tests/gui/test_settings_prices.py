@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from pytestqt.qtbot import QtBot
 
 from tiny_agent_core.pricing import PRICE_TABLE_VERSION, PriceOverride
 from tiny_agent_core.secrets import KeyStore
-from tiny_agent_core.settings import CONFIG_DIR_ENV, SETTINGS_FILE, AppSettings
+from tiny_agent_core.settings import CONFIG_DIR_ENV, SETTINGS_FILE, AppSettings, ProfileConfig
 from tiny_agent_core.tools.approval import ToolSettings
 from tiny_agent_gui.settings import ProviderCalls, SettingsDialog
 from tiny_agent_gui.settings.prices_page import PriceRow
@@ -279,3 +280,41 @@ def test_keyboard_order_and_accessible_names(qtbot: QtBot, config: Path) -> None
     assert all(control.accessibleName() for control in controls)
     assert page.table.accessibleName() == "Price overrides"
     assert "&" in dialog.tabs.tabText(dialog.PRICES)
+
+
+def test_rates_in_use_for_each_configured_model_and_the_way_to_set_one(qtbot: QtBot, config: Path) -> None:
+    settings = AppSettings.load()
+    gpt = ProfileConfig.from_preset("openai", "openai")
+    settings.add_profile(replace(gpt, model="gpt-4o"))
+    settings.add_profile(replace(ProfileConfig.custom("custom", "http://127.0.0.1:8089/v1"), model="smollm2"))
+    settings.add_profile(replace(ProfileConfig.from_preset("openrouter", "openrouter"), model="nobody/secret"))
+    settings.price_overrides = {("openai", "*"): PriceOverride(Decimal(1), Decimal(2))}
+    dialog = open_dialog(qtbot, settings, config)
+    page = dialog.prices
+    shown = {f"{entry.provider} · {entry.model}": rates for entry, rates in page.rates()}
+    assert shown["openai · gpt-4o"].source == "override"
+    assert shown["custom · smollm2"].source == "local"  # a loopback base URL: no API charge
+    assert shown["openrouter · nobody/secret"].source is None
+    table = page.rates_table
+    assert table.isVisibleTo(page)
+    texts = {table.item(r, 0).text(): table.item(r, 1).text() for r in range(table.rowCount())}
+    assert texts == {
+        "openai · gpt-4o": "your override",
+        "custom · smollm2": "local — no API charge",
+        "openrouter · nobody/secret": "unknown — no price",
+    }
+    row = next(r for r in range(table.rowCount()) if table.item(r, 0).text() == "openai · gpt-4o")
+    assert (table.item(row, 2).text(), table.item(row, 3).text(), table.item(row, 4).text()) == ("1", "2", "= input")
+    [button] = page.set_price_buttons
+    assert button.accessibleName() == "Set a price for openrouter nobody/secret"
+    button.click()
+    added = page.rows()[-1]
+    assert (added.provider.currentData(), added.model.text()) == ("openrouter", "nobody/secret")
+    assert QApplication.focusWidget() is added.input
+    fill(added, "openrouter", "nobody/secret", "3", "4")
+    assert {f"{e.provider} · {e.model}": r.source for e, r in page.rates()}["openrouter · nobody/secret"] == "override"
+    assert page.set_price_buttons == []
+    assert page.prefill("openrouter", "nobody/secret") is added  # an existing row is reused, not duplicated
+    save_button(dialog).click()
+    saved = AppSettings.load().price_overrides
+    assert saved[("openrouter", "nobody/secret")] == PriceOverride(Decimal(3), Decimal(4))

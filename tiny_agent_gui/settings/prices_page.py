@@ -1,4 +1,10 @@
-"""The Prices tab: the user's price overrides, US dollars per million tokens (SPEC §4). Applied by the dialog's Save.
+"""The Prices tab: the rates in use for each configured model, and the user's price overrides, US dollars per
+million tokens (SPEC §4). Overrides are applied by the dialog's Save.
+
+"Rates in use" lists every configured profile's model with the rates that price it and where they come from
+(:func:`tiny_agent_core.pricing.rates_in_use`: your override, the bundled table, a local server's "no API charge",
+or unknown), following the overrides as they are edited; an unknown model has a "Set a price" button that adds
+an override row for it (:meth:`PricesPage.prefill`, also what the cost view's "set a price →" leads to).
 
 Each row is one :class:`~tiny_agent_core.pricing.PriceOverride` keyed ``(provider id, model or "*")``. Every cell
 is an editor, checked as the user types: a rate is plain decimal notation (digits with an optional point, no sign,
@@ -26,16 +32,19 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPushButton,
     QTableWidget,
+    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
-from tiny_agent_core.pricing import PRICE_TABLE_VERSION, WILDCARD_MODEL, PriceOverride
+from tiny_agent_core.errors import SettingsError
+from tiny_agent_core.pricing import PRICE_TABLE_VERSION, WILDCARD_MODEL, PriceOverride, Rates, rates_in_use
+from tiny_agent_core.providers.locality import is_local_url
 from tiny_agent_core.providers.profiles import PRESETS
 from tiny_agent_core.settings import CUSTOM, AppSettings
 from tiny_agent_gui.settings.providers_page import PRESET_ORDER
 
-__all__ = ["PriceRow", "PricesPage"]
+__all__ = ["ConfiguredModel", "PriceRow", "PricesPage", "configured_models"]
 
 _RATE = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+", re.ASCII)
 """A non-negative rate in plain decimal notation."""
@@ -46,6 +55,39 @@ _HEADERS = ("Provider", "Model", *(f"{title} $/M" for _, title in _RATE_COLUMNS)
 _INVALID = "invalid"
 """Dynamic property set on a cell editor whose text is not accepted (the table's style sheet marks it)."""
 _STYLE = 'QLineEdit[invalid="true"] { border: 2px solid #d32f2f; }'
+_RATES_HEADERS = ("Model", "Rates from", "Input $/M", "Output $/M", "Cache read $/M", "Cache write $/M", "")
+_SOURCE_TEXT = {"override": "your override", "price_table": "price table", "local": "local — no API charge"}
+
+
+@dataclass(frozen=True, slots=True)
+class ConfiguredModel:
+    """A configured profile's model, as requests name it: the provider id the ledger records, and locality."""
+
+    provider: str
+    model: str
+    local: bool
+
+
+def configured_models(settings: AppSettings) -> list[ConfiguredModel]:
+    """Every profile's chosen model (profiles without one, or with an unusable base URL, are left out)."""
+    found: list[ConfiguredModel] = []
+    for profile in settings.profiles:
+        if not profile.model:
+            continue
+        try:
+            provider = profile.provider_profile()
+        except SettingsError:
+            continue
+        entry = ConfiguredModel(provider.id, profile.model, is_local_url(provider.base_url))
+        if entry not in found:
+            found.append(entry)
+    return found
+
+
+def _rate_cell(rates: Rates, value: Decimal | None) -> str:
+    if rates.source is None:
+        return "—"
+    return "= input" if value is None else str(value)
 
 
 def _parse_rate(text: str) -> Decimal | None:
@@ -104,10 +146,11 @@ class PricesPage(QWidget):
 
         intro = QLabel(
             "Prices are US dollars per million tokens. The provider's own figure (OpenRouter reports one) always "
-            "wins; an override here applies before the bundled price table. Local servers (Ollama, LM Studio, vLLM, "
-            "llama.cpp) have no price unless you set one here, e.g. provider ollama, model *, all rates 0. Model * "
-            "covers every model of that provider without its own row; an empty cache rate means the input rate; "
-            "custom covers every custom base URL profile."
+            "wins; an override here applies before the bundled price table. Requests to local servers (Ollama, "
+            "LM Studio, vLLM, llama.cpp, any base URL on this machine or your network) count as local — no API "
+            "charge — unless you set a price here (electricity, rented GPU time). Model * covers every model of "
+            "that provider without its own row; an empty cache rate means the input rate; custom covers every "
+            "custom base URL profile. Failed requests without usage are never billed."
         )
         intro.setWordWrap(True)
         self.version_label = QLabel(f"Bundled price table: {PRICE_TABLE_VERSION}")
@@ -133,6 +176,23 @@ class PricesPage(QWidget):
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
         self.table_label = QLabel("O&verrides:")
 
+        self._configured = configured_models(settings)
+        self._saved_overrides = dict(settings.price_overrides)
+        self.rates_label = QLabel("Rates in use for your configured models:")
+        self.rates_table = QTableWidget(0, len(_RATES_HEADERS))
+        self.rates_table.setAccessibleName("Rates in use")
+        self.rates_table.setHorizontalHeaderLabels(list(_RATES_HEADERS))
+        self.rates_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.rates_table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.rates_table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.rates_table.verticalHeader().setVisible(False)
+        rates_header = self.rates_table.horizontalHeader()
+        rates_header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        rates_header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.rates_label.setVisible(bool(self._configured))
+        self.rates_table.setVisible(bool(self._configured))
+        self.set_price_buttons: list[QPushButton] = []
+
         self.add_button = QPushButton("&Add override")
         self.add_button.setAccessibleName("Add a price override")
         self.remove_button = QPushButton("Re&move override")
@@ -152,6 +212,8 @@ class PricesPage(QWidget):
         row.addWidget(self.remove_button)
         row.addStretch(1)
         layout.addLayout(row)
+        layout.addWidget(self.rates_label)
+        layout.addWidget(self.rates_table)
 
         self.add_button.clicked.connect(self.add_override)
         self.remove_button.clicked.connect(self.remove_selected)
@@ -185,7 +247,30 @@ class PricesPage(QWidget):
             )
         return overrides
 
+    def rates(self) -> list[tuple[ConfiguredModel, Rates]]:
+        """The configured models and the rates in use for them (with the overrides as edited, while valid)."""
+        overrides = self._saved_overrides if self._problem else self.overrides()
+        return [
+            (entry, rates_in_use(entry.provider, entry.model, overrides, local=entry.local))
+            for entry in self._configured
+        ]
+
     # -- editing -------------------------------------------------------------------------------------------
+
+    def prefill(self, provider: str, model: str) -> PriceRow:
+        """Show the override row for ``provider`` and ``model``, adding an empty one if there is none, and put the
+        keyboard focus in its input price (the way from an unknown cost to a price)."""
+        row = next(
+            (r for r in self._rows if r.provider.currentData() == provider and r.model.text().strip() == model), None
+        )
+        if row is None:
+            row = self._append(provider, model, None)
+            self._relink()
+            self._validate()
+        self._select(row)
+        self.table.scrollTo(self.table.model().index(self._rows.index(row), 2))
+        row.input.setFocus(Qt.FocusReason.OtherFocusReason)
+        return row
 
     def add_override(self) -> None:
         """Add an empty row (provider OpenAI, model ``*``) and put the keyboard focus in it."""
@@ -314,6 +399,35 @@ class PricesPage(QWidget):
         if problem != self._problem:
             self._problem = problem
             self.problemChanged.emit(problem)
+        self._show_rates()
+
+    def _show_rates(self) -> None:
+        """Fill "Rates in use" (unknown models get a Set a price button)."""
+        shown = self.rates()
+        self.rates_table.setRowCount(len(shown))
+        self.set_price_buttons = []
+        for number, (entry, rates) in enumerate(shown):
+            cells = [
+                f"{entry.provider} · {entry.model}",
+                _SOURCE_TEXT.get(rates.source or "", "unknown — no price"),
+                _rate_cell(rates, rates.input),
+                _rate_cell(rates, rates.output),
+                _rate_cell(rates, rates.cache_read),
+                _rate_cell(rates, rates.cache_write),
+            ]
+            for column, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                item.setToolTip(rates.detail)
+                if column >= 2:
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                self.rates_table.setItem(number, column, item)
+            self.rates_table.removeCellWidget(number, len(cells))
+            if rates.source is None:
+                button = QPushButton("Set a price")
+                button.setAccessibleName(f"Set a price for {entry.provider} {entry.model}")
+                button.clicked.connect(lambda _=False, e=entry: self.prefill(e.provider, e.model))
+                self.set_price_buttons.append(button)
+                self.rates_table.setCellWidget(number, len(cells), button)
 
 
 def _name(row: PriceRow, number: int) -> None:
