@@ -51,11 +51,12 @@ _RATE = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+", re.ASCII)
 _RATE_COLUMNS = (("input", "Input"), ("output", "Output"), ("cache_read", "Cache read"), ("cache_write", "Cache write"))
 """(:class:`PriceOverride` attribute, column title) of each rate, in column order after provider and model."""
 _OPTIONAL = frozenset({"cache_read", "cache_write"})
-_HEADERS = ("Provider", "Model", *(f"{title} $/M" for _, title in _RATE_COLUMNS))
+_HEADERS = ("Provider", "Model", *(title for _, title in _RATE_COLUMNS))
+"""Column titles (short, so they are never clipped: the label above says the unit)."""
 _INVALID = "invalid"
 """Dynamic property set on a cell editor whose text is not accepted (the table's style sheet marks it)."""
 _STYLE = 'QLineEdit[invalid="true"] { border: 2px solid #d32f2f; }'
-_RATES_HEADERS = ("Model", "Rates from", "Input $/M", "Output $/M", "Cache read $/M", "Cache write $/M", "")
+_RATES_HEADERS = ("Model", "Rates from", "Input", "Output", "Cache read", "Cache write", "")
 _SOURCE_TEXT = {"override": "your override", "price_table": "price table", "local": "local — no API charge"}
 
 
@@ -174,11 +175,11 @@ class PricesPage(QWidget):
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
-        self.table_label = QLabel("O&verrides:")
+        self.table_label = QLabel("O&verrides (US $ per million tokens):")
 
         self._configured = configured_models(settings)
         self._saved_overrides = dict(settings.price_overrides)
-        self.rates_label = QLabel("Rates in use for your configured models:")
+        self.rates_label = QLabel("Rates in use for your configured models (US $ per million tokens):")
         self.rates_table = QTableWidget(0, len(_RATES_HEADERS))
         self.rates_table.setAccessibleName("Rates in use")
         self.rates_table.setHorizontalHeaderLabels(list(_RATES_HEADERS))
@@ -186,6 +187,7 @@ class PricesPage(QWidget):
         self.rates_table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
         self.rates_table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.rates_table.verticalHeader().setVisible(False)
+        self.rates_table.setWordWrap(False)
         rates_header = self.rates_table.horizontalHeader()
         rates_header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         rates_header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
@@ -417,7 +419,7 @@ class PricesPage(QWidget):
             ]
             for column, text in enumerate(cells):
                 item = QTableWidgetItem(text)
-                item.setToolTip(rates.detail)
+                item.setToolTip(f"{cells[0]}: {rates.detail}" if column == 0 else rates.detail)
                 if column >= 2:
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.rates_table.setItem(number, column, item)
