@@ -31,6 +31,7 @@ ends with a message and exit status 3.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import statistics
@@ -39,6 +40,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import QListView, QScrollBar
+
+    from tiny_agent_gui.main_window import MainWindow
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_MS = 300
@@ -53,23 +60,9 @@ def _rss_mb() -> float:
     return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def _child(big: Path, small: Path, repeat: int) -> None:
-    """Bootstrap the window, open ``big`` ``repeat`` times; print the timings as JSON."""
-    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    sys.path.insert(0, str(ROOT))
-    from benchmarks.deadline import exit_after
-
-    exit_after(CHILD_DEADLINE_S, "gui_open_session child")
-    import asyncio
-    import resource
-
+def _make_paints(window: MainWindow) -> Any:
+    """An event filter for the transcript viewport that resolves futures at paints (see ``reset``)."""
     from PySide6.QtCore import QEvent, QObject, QTimer
-    from PySide6.QtWidgets import QApplication, QListView, QScrollBar
-
-    from tiny_agent_core.providers.client import ProviderClient
-    from tiny_agent_gui.app import attach_settings_dialog, make_services
-    from tiny_agent_gui.event_loop import HookedQEventLoop
-    from tiny_agent_gui.main_window import MainWindow
 
     class Paints(QObject):
         """Resolves futures at the first paint, the next loop turn, and the first paint showing the last row;
@@ -95,92 +88,109 @@ def _child(big: Path, small: Path, repeat: int) -> None:
                 if not self.first.done():
                     self.first.set_result(now)
                     QTimer.singleShot(0, lambda: self.turn.done() or self.turn.set_result(time.perf_counter()))
-                if not self.settled.done():
-                    view = self.window.transcript
-                    rows = view.model().rowCount()
-                    last = view.visualRect(view.model().index(rows - 1, 0)) if rows else None
-                    if last is not None and view.viewport().rect().intersects(last):
-                        self.settled.set_result(now)
+                if not self.settled.done() and _where(self.window.transcript) == "newest":
+                    self.settled.set_result(now)
             return False
 
-    async def run() -> dict[str, object]:
+    return Paints(window)
+
+
+async def _range_settled(bar: QScrollBar, quiet: float = 0.5, limit: float = 30) -> bool:
+    """Wait until the scroll range stops growing (the view lays rows out in batches); False at ``limit``."""
+    deadline = time.perf_counter() + limit
+    last = bar.maximum()
+    while time.perf_counter() < deadline:
+        await asyncio.sleep(quiet)
+        if bar.maximum() == last:
+            return True
+        last = bar.maximum()
+    return False
+
+
+def _where(view: QListView) -> str:
+    """``newest`` if the last row is in view, ``oldest`` at the top, else ``scroll value/maximum``."""
+    model, bar = view.model(), view.verticalScrollBar()
+    rows = model.rowCount()
+    if rows and view.viewport().rect().intersects(view.visualRect(model.index(rows - 1, 0))):
+        return "newest"
+    return "oldest" if bar.value() == 0 else f"{bar.value()}/{bar.maximum()}"
+
+
+async def _open_once(window: MainWindow, paints: Any, big: Path, small: Path, runs: dict[str, list[Any]]) -> None:
+    """Open ``small``, then time opening ``big`` to its first paint and the next turn; see where it left the view."""
+    paints.reset()  # fresh futures (a jump that timed out cancelled the last one)
+    window.controller.open(small)
+    await asyncio.wait_for(paints.settled, 10)
+    await asyncio.sleep(0.2)
+    paints.reset()
+    start = time.perf_counter()
+    window.controller.open(big)
+    runs["open_call_ms"].append((time.perf_counter() - start) * 1000)
+    runs["first_paint_ms"].append((await asyncio.wait_for(paints.first, 30) - start) * 1000)
+    runs["next_turn_ms"].append((await asyncio.wait_for(paints.turn, 30) - start) * 1000)
+    await asyncio.sleep(0.3)
+    runs["layout_settled"].append(await _range_settled(window.transcript.verticalScrollBar()))
+    runs["view_after_open"].append(_where(window.transcript))
+
+
+async def _jump_to_newest(window: MainWindow, paints: Any, runs: dict[str, list[Any]]) -> None:
+    """From the oldest message, time Ctrl+End up to the first paint showing the last row (or say where it stopped)."""
+    if window.transcript.verticalScrollBar().value() != 0:
+        paints.painted = asyncio.get_running_loop().create_future()
+        window.transcript.scrollToTop()
+        await asyncio.wait_for(paints.painted, 30)
+        await asyncio.sleep(0.2)
+    paints.settled = asyncio.get_running_loop().create_future()
+    start = time.perf_counter()
+    window.transcript.scrollToBottom()  # the user jumps to the newest message (Ctrl+End)
+    try:
+        runs["settled_ms"].append((await asyncio.wait_for(paints.settled, 10) - start) * 1000)
+    except TimeoutError:  # the view stopped short of the last row: say where, go on measuring
+        runs["jump_missed"].append(_where(window.transcript))
+
+
+def _child(big: Path, small: Path, repeat: int) -> None:
+    """Bootstrap the window, open ``big`` ``repeat`` times; print the timings as JSON."""
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.deadline import exit_after
+
+    exit_after(CHILD_DEADLINE_S, "gui_open_session child")
+    import resource
+
+    from PySide6.QtWidgets import QApplication
+
+    from tiny_agent_core.providers.client import ProviderClient
+    from tiny_agent_gui.app import attach_settings_dialog, make_services
+    from tiny_agent_gui.event_loop import HookedQEventLoop
+    from tiny_agent_gui.main_window import MainWindow
+
+    async def run() -> dict[str, Any]:
+        runs: dict[str, list[Any]] = {
+            key: [] for key in ("first_paint_ms", "open_call_ms", "next_turn_ms", "settled_ms", "view_after_open")
+        }
+        runs |= {"layout_settled": [], "jump_missed": []}
         async with ProviderClient() as client:
             services = make_services(client)
             window = MainWindow(services)
             attach_settings_dialog(window)
-            paints = Paints(window)
+            paints = _make_paints(window)
             window.transcript.viewport().installEventFilter(paints)
             window.show()
             await asyncio.sleep(0.3)
-            first, turn, settled, sizes, calls = [], [], [], [], []
-            tops: list[str] = []
-            misses: list[str] = []
-            laid_out: list[bool] = []
             for _ in range(repeat):
-                window.controller.open(small)
-                await asyncio.wait_for(paints.settled, 10)
-                await asyncio.sleep(0.2)
-                paints.reset()
-                start = time.perf_counter()
-                window.controller.open(big)
-                calls.append((time.perf_counter() - start) * 1000)
-                first.append((await asyncio.wait_for(paints.first, 30) - start) * 1000)
-                turn.append((await asyncio.wait_for(paints.turn, 30) - start) * 1000)
-                await asyncio.sleep(0.3)
-                bar = window.transcript.verticalScrollBar()
-                laid_out.append(await _range_settled(bar))
-                tops.append(_where(window.transcript))
-                if bar.value() != 0:  # start the timed jump from the oldest message
-                    paints.painted = asyncio.get_running_loop().create_future()
-                    window.transcript.scrollToTop()
-                    await asyncio.wait_for(paints.painted, 30)
-                    await asyncio.sleep(0.2)
-                paints.settled = asyncio.get_running_loop().create_future()
-                start = time.perf_counter()
-                window.transcript.scrollToBottom()  # the user jumps to the newest message (Ctrl+End)
-                try:
-                    settled.append((await asyncio.wait_for(paints.settled, 10) - start) * 1000)
-                except TimeoutError:  # the view stopped short of the last row: say where, go on measuring
-                    misses.append(_where(window.transcript))
-                sizes.append(window.transcript.model().rowCount())
+                await _open_once(window, paints, big, small, runs)
+                await _jump_to_newest(window, paints, runs)
                 await asyncio.sleep(0.3)
             rss_open = _rss_mb()
             assert window.controller.session is not None
             assert window.controller.session.store.path == big
+            rows = window.transcript.model().rowCount()
             window.controller.close()
             window.close()
             services.ledger.close()
-        return {
-            "first_paint_ms": first,
-            "open_call_ms": calls,
-            "next_turn_ms": turn,
-            "settled_ms": settled,
-            "view_after_open": tops,
-            "layout_settled": laid_out,
-            "jump_missed": misses,
-            "rows": sizes[-1],
-            "rss_open_mb": rss_open,
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        }
-
-    async def _range_settled(bar: QScrollBar, quiet: float = 0.5, limit: float = 30) -> bool:
-        """Wait until the scroll range stops growing (the view lays rows out in batches); False at ``limit``."""
-        deadline = time.perf_counter() + limit
-        last = bar.maximum()
-        while time.perf_counter() < deadline:
-            await asyncio.sleep(quiet)
-            if bar.maximum() == last:
-                return True
-            last = bar.maximum()
-        return False
-
-    def _where(view: QListView) -> str:
-        """``newest`` if the last row is in view, ``oldest`` at the top, else ``scroll value/maximum``."""
-        model, bar = view.model(), view.verticalScrollBar()
-        rows = model.rowCount()
-        if rows and view.viewport().rect().intersects(view.visualRect(model.index(rows - 1, 0))):
-            return "newest"
-        return "oldest" if bar.value() == 0 else f"{bar.value()}/{bar.maximum()}"
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        return {**runs, "rows": rows, "rss_open_mb": rss_open, "peak_rss_mb": peak}
 
     app = QApplication(sys.argv[:1])
     loop = HookedQEventLoop(app)

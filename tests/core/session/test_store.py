@@ -441,76 +441,67 @@ def test_find_session_by_id(store: SessionStore, tmp_path: Path) -> None:
         find_session(tmp_path, store.session_id)
 
 
+class _RereadTrap:
+    """Counts ``os.read``/``os.pread`` calls and fails every way of opening one file again, while installed."""
+
+    def __init__(self, path: Path) -> None:
+        self.session_file = os.path.realpath(path)
+        self.reads: list[int] = []
+        self.opened: list[str] = []
+
+    def _refuse(self, file: Any) -> None:
+        if isinstance(file, int):
+            return
+        try:
+            same = os.path.realpath(os.fspath(file)) == self.session_file
+        except TypeError:
+            return
+        if same:
+            self.opened.append(os.fspath(file))
+            raise AssertionError(f"the session file was opened again: {file}")
+
+    def _guarded(self, real: Any) -> Any:
+        def guarded(file: Any, *args: Any, **kwargs: Any) -> Any:
+            self._refuse(file)
+            return real(file, *args, **kwargs)
+
+        return guarded
+
+    def _counted(self, real: Any) -> Any:
+        def counted(fd: int, size: int, *args: Any) -> Any:
+            self.reads.append(size)
+            return real(fd, size, *args)
+
+        return counted
+
+    def install(self, patch: pytest.MonkeyPatch) -> None:
+        """Patch os.read/os.pread (counted) and open, io.open, os.open, Path.open/read_bytes/read_text (guarded)."""
+        for module, name in ((os, "read"), (os, "pread")):
+            patch.setattr(module, name, self._counted(getattr(module, name)))
+        openers = (
+            (builtins, "open"),
+            (io, "open"),
+            (os, "open"),
+            (Path, "open"),
+            (Path, "read_bytes"),
+            (Path, "read_text"),
+        )
+        for owner, name in openers:
+            patch.setattr(owner, name, self._guarded(getattr(owner, name)))
+
+
 def test_append_cost_does_not_grow_with_the_file(store: SessionStore) -> None:
     """O(1) per append: the file is never re-read, whether through os.read/os.pread on any descriptor or by opening
     the session file again (open, io.open, os.open, Path.open/read_bytes/read_text all fail on that path)."""
     script = SessionScript(store=store)
     for index in range(20):
         script.run(f"task {index}", [[Call("read")], "done"])
-    reads: list[int] = []
-    opened: list[str] = []
-    session_file = os.path.realpath(store.path)
-    real_read, real_pread = os.read, os.pread
-    real_open, real_io_open, real_os_open = builtins.open, io.open, os.open
-    real_path_open, real_read_bytes, real_read_text = Path.open, Path.read_bytes, Path.read_text
-
-    def is_session_file(file: Any) -> bool:
-        if isinstance(file, int):
-            return False
-        try:
-            return os.path.realpath(os.fspath(file)) == session_file
-        except TypeError:
-            return False
-
-    def refuse(file: Any) -> None:
-        if is_session_file(file):
-            opened.append(os.fspath(file))
-            raise AssertionError(f"the session file was opened again: {file}")
-
-    def counting_read(fd: int, size: int) -> bytes:
-        reads.append(size)
-        return real_read(fd, size)
-
-    def counting_pread(fd: int, size: int, offset: int) -> bytes:
-        reads.append(size)
-        return real_pread(fd, size, offset)
-
-    def guarded_open(file: Any, *args: Any, **kwargs: Any) -> Any:
-        refuse(file)
-        return real_open(file, *args, **kwargs)
-
-    def guarded_io_open(file: Any, *args: Any, **kwargs: Any) -> Any:
-        refuse(file)
-        return real_io_open(file, *args, **kwargs)
-
-    def guarded_os_open(path: Any, *args: Any, **kwargs: Any) -> int:
-        refuse(path)
-        return real_os_open(path, *args, **kwargs)
-
-    def guarded_path_open(self: Path, *args: Any, **kwargs: Any) -> Any:
-        refuse(self)
-        return real_path_open(self, *args, **kwargs)
-
-    def guarded_read_bytes(self: Path) -> bytes:
-        refuse(self)
-        return real_read_bytes(self)
-
-    def guarded_read_text(self: Path, *args: Any, **kwargs: Any) -> str:
-        refuse(self)
-        return real_read_text(self, *args, **kwargs)
-
+    trap = _RereadTrap(store.path)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(os, "read", counting_read)
-        patch.setattr(os, "pread", counting_pread)
-        patch.setattr(builtins, "open", guarded_open)
-        patch.setattr(io, "open", guarded_io_open)
-        patch.setattr(os, "open", guarded_os_open)
-        patch.setattr(Path, "open", guarded_path_open)
-        patch.setattr(Path, "read_bytes", guarded_read_bytes)
-        patch.setattr(Path, "read_text", guarded_read_text)
+        trap.install(patch)
         with pytest.raises(AssertionError, match="opened again"):  # the trap works
             store.path.read_bytes()
-        opened.clear()
+        trap.opened.clear()
         script.run("more", [[Call("read")], "done"])
-    assert reads == []
-    assert opened == []
+    assert trap.reads == []
+    assert trap.opened == []
