@@ -50,7 +50,7 @@ from typing import Any, Protocol
 from tiny_agent_core.tools.base import Preview, Tool, ToolOutcome
 from tiny_agent_core.tools.bg import READ_ONLY_ACTIONS
 from tiny_agent_core.tools.guard import WorkspaceGuard
-from tiny_agent_core.tools.risk import NO_RISK, Risk, assess
+from tiny_agent_core.tools.risk import NO_RISK, Finding, Risk, RiskKind, assess
 from tiny_agent_core.tools.sandbox import Confinement
 from tiny_agent_core.tools.scopes import AllowRule, RuleKind, glob_choices, make_rule, prefix_choices, rule_kind
 
@@ -79,7 +79,8 @@ _READABLE_VERSIONS = (1, 2)
 
 PREVIEW_TIMEOUT = 10.0
 """Seconds a tool's preview may take before the prompt opens without it (a stuck network file system, a buggy
-tool); the built-ins never block, this only bounds what the prompt waits for."""
+tool); the built-ins never block, this only bounds what the prompt waits for. The risk check gets as long again;
+a call it cannot finish in time counts as risky."""
 
 
 class Verdict(StrEnum):
@@ -495,7 +496,12 @@ class ApprovalPolicy:
             preview = Preview("arguments", _json(args))
         roots = _roots_of(tool)
         workspace = str(roots[0]) if roots else None
-        risk = assess(tool.name, args, target=preview.target, roots=roots)
+        try:  # a long command takes a while to read (about 0.5 s per 100 kB): off the event loop, bounded
+            risk = await asyncio.wait_for(
+                asyncio.to_thread(assess, tool.name, args, target=preview.target, roots=roots), PREVIEW_TIMEOUT
+            )
+        except TimeoutError:
+            risk = Risk((Finding(RiskKind.UNCHECKED, f"too long to check for risks within {PREVIEW_TIMEOUT:g} s"),))
         scopes: tuple[AllowRule, ...] = ()
         kind = rule_kind(tool.name, args)
         if not risk.risky and kind == "prefix":

@@ -20,7 +20,8 @@ Flagged (:class:`RiskKind`):
 - ``vcs-internals``: a write into ``.git/`` (or another version-control folder, whose hooks run);
 - ``outside-workspace``: a write, deletion or redirection whose path resolves outside the workspace roots (``/tmp``
   and ``/dev/null`` excepted);
-- ``elevated``: ``sudo``, ``doas``, ``su``, ``pkexec``.
+- ``elevated``: ``sudo``, ``doas``, ``su``, ``pkexec``;
+- ``unchecked``: not found here; the approval policy uses it for a command too long to check in time.
 
 Commands are split the way a shell would (quotes and backslashes removed, so ``\\rm`` and ``"rm"`` are ``rm``; every
 ``;``, ``&&``, ``||``, ``|``, ``&``, newline and parenthesis starts a new command); ``$(…)``, backticks, ``<(…)``,
@@ -60,6 +61,8 @@ class RiskKind(StrEnum):
     VCS_INTERNALS = "vcs-internals"
     OUTSIDE_WORKSPACE = "outside-workspace"
     ELEVATED = "elevated"
+    UNCHECKED = "unchecked"
+    """The call could not be checked in time (set by the approval policy for a huge command)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,7 +245,8 @@ def _split(command: str) -> list[tuple[list[str], str]]:
 
 
 def _substitutions(command: str) -> list[str]:
-    """The bodies of ``$(…)``, ``<(…)``, ``>(…)`` and backticks (quoting ignored: a quoted one still runs)."""
+    """The bodies of the outermost ``$(…)``, ``<(…)``, ``>(…)`` and backticks (quoting ignored: a quoted one still
+    runs); nested ones are found when a body is assessed in turn."""
     bodies: list[str] = []
     index = 0
     while index < len(command) - 1:
@@ -252,7 +256,7 @@ def _substitutions(command: str) -> list[str]:
                 depth += {"(": 1, ")": -1}.get(command[end], 0)
                 end += 1
             bodies.append(command[index + 2 : end - 1 if depth == 0 else end])
-            index += 2
+            index = end
         else:
             index += 1
     parts = command.split("`")

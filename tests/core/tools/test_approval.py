@@ -527,3 +527,13 @@ def test_an_offered_prefix_always_covers_its_own_command(command: str) -> None:
         assert rule.matches("bash", {"command": command})
         assert not rule.matches("bash", {"command": f"{command}; rm -rf ~"})
         assert not rule.matches("bash", {"command": f"{command} | sh"})
+
+
+async def test_a_command_too_long_to_check_in_time_counts_as_risky(
+    tools: Mapping[str, Tool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(approval_module, "PREVIEW_TIMEOUT", 0.01)
+    command = "echo ok; " * 20_000 + "rm -rf src"
+    request = await ApprovalPolicy().request_for(tools["bash"], {"command": command})
+    assert request.risk.kinds == {RiskKind.UNCHECKED}
+    assert not request.can_allow_always

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -260,3 +261,11 @@ def test_shell_like_noise_and_odd_arguments_never_raise(command: str, arguments:
     for tool in ("bash", "bg", "write", "edit", "other"):
         assess(tool, {**arguments, "command": command, "path": command, "action": "start"}, roots=ROOTS)
         assess(tool, arguments, target=command or None, roots=ROOTS)
+
+
+@pytest.mark.parametrize("command", ["echo " + "$(" * 3000 + ")" * 3000, "echo " + "$(`" * 1500, "`a` " * 5000])
+def test_nesting_does_not_explode(command: str) -> None:
+    """Each substitution body is read once per level (nested bodies once blew up to minutes at 60 levels)."""
+    started = time.perf_counter()
+    assess_command(command, roots=ROOTS)
+    assert time.perf_counter() - started < 5
