@@ -4,11 +4,11 @@
 
 - **Command prefix** (``pytest``, ``git status``, ``npm test``): matches a command only when the command is *one
   plain command* — no ``;``, ``&``, ``&&``, ``||``, ``|``, newline, parenthesis, backtick, ``$(``, ``<(``/``>(``,
-  no redirection other than ``2>&1``-style descriptor copies and ``>/dev/null``, no leading ``VAR=value`` — whose
-  words (as the shell splits them) begin with the prefix's words. ``git status`` therefore matches
-  ``git status -s`` but not ``git statusx``, ``git status; rm -rf ~`` or ``git status > ~/.bashrc``. The prompt
-  offers the first one or two words of a plain command (:func:`prefix_choices`; nothing for a compound one, and
-  never a bare shell, interpreter or wrapper such as ``bash``, ``python``, ``sudo``, ``env`` or ``xargs``, whose
+  no redirection other than ``2>&1``-style descriptor copies and ``>/dev/null``, no leading ``VAR=value``, at most
+  4,096 characters — whose words (as the shell splits them) begin with the prefix's words. ``git status`` therefore
+  matches ``git status -s`` but not ``git statusx``, ``git status; rm -rf ~`` or ``git status > ~/.bashrc``. The
+  prompt offers the first one or two words of a plain command (:func:`prefix_choices`; nothing for a compound one,
+  and never a bare shell, interpreter or wrapper such as ``bash``, ``python``, ``sudo``, ``env`` or ``xargs``, whose
   "prefix" would be any program); the user may type another prefix, which must be plain words (:func:`make_rule`).
 - **Path glob** (``src/**``, ``docs/*.md``, ``src/app.py``): relative to the workspace the rule was made in and
   applying only there; ``*`` and ``?`` stay within one folder, ``**`` spans folders. A call matches when the path it
@@ -44,6 +44,8 @@ _NEVER_ALONE = frozenset(
      "python2", "python3", "perl", "ruby", "node", "php", "pwsh", "source", ".", "find", "awk", "sed"}
 )  # fmt: skip
 """Programs that run whatever their arguments say: a one-word prefix of them would allow any command."""
+_MAX_PLAIN = 4096
+"""A longer command is not "plain": no prefix rule covers it (and reading it would hold the event loop)."""
 _HARMLESS_REDIRECTS = re.compile(r"[0-9]*>&[0-9]+|[0-9]*>/dev/null|&>/dev/null")
 
 
@@ -175,7 +177,9 @@ def glob_choices(path: object, workspace: str | None, target: str | None = None)
 
 def _plain_words(command: object) -> list[str] | None:
     """The words of a plain single command (see the module docstring), ``None`` for anything else."""
-    if not isinstance(command, str) or any(mark in command for mark in ("`", "$(", "<(", ">(", "\n", "\r")):
+    if not isinstance(command, str) or len(command) > _MAX_PLAIN:
+        return None
+    if any(mark in command for mark in ("`", "$(", "<(", ">(", "\n", "\r")):
         return None
     words = shell_tokens(_HARMLESS_REDIRECTS.sub(" ", command))
     if not words or any(is_operator(word) for word in words) or "=" in words[0]:

@@ -537,3 +537,10 @@ async def test_a_command_too_long_to_check_in_time_counts_as_risky(
     request = await ApprovalPolicy().request_for(tools["bash"], {"command": command})
     assert request.risk.kinds == {RiskKind.UNCHECKED}
     assert not request.can_allow_always
+
+
+def test_a_very_long_command_is_not_plain() -> None:
+    rule = make_rule("bash", "prefix", "echo")
+    assert rule.matches("bash", {"command": "echo " + "x" * 4000})
+    assert not rule.matches("bash", {"command": "echo " + "x" * 5000})
+    assert prefix_choices("echo " + "x" * 5000) == ()
