@@ -365,8 +365,6 @@ def _skip_options(words: list[str], name: str) -> list[str]:
             break
         if not option.startswith("--") and option[-1:] in with_value and rest:
             rest.pop(0)
-        elif name == "env" and rest and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", rest[0], re.DOTALL):
-            continue
     if name in _WRAPPERS_WITH_OPERAND and rest:
         rest.pop(0)
     return rest

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from tiny_agent_core.tools.risk import NO_RISK, RiskKind, assess, assess_command, shell_tokens
 
-ROOTS = ("/work/ws", "/data/extra")
+ROOTS = ("/srv/project", "/data/extra")
 HOME = "/home/user"
 K = RiskKind
 
@@ -167,7 +167,7 @@ def test_findings_name_what_is_affected() -> None:
         ("write", {"path": "src/app.py", "content": ""}, None, set()),
         ("write", {"path": ".git/hooks/pre-commit", "content": ""}, None, {K.VCS_INTERNALS}),
         ("edit", {"path": "sub/.GIT/config", "edits": []}, None, {K.VCS_INTERNALS}),
-        ("edit", {"path": "notes.md", "edits": []}, "/work/ws/.git/hooks/pre-commit", {K.VCS_INTERNALS}),
+        ("edit", {"path": "notes.md", "edits": []}, "/srv/project/.git/hooks/pre-commit", {K.VCS_INTERNALS}),
         ("write", {"path": "/etc/passwd", "content": ""}, None, {K.OUTSIDE_WORKSPACE}),
         ("write", {"path": "../x.txt", "content": ""}, None, {K.OUTSIDE_WORKSPACE}),
         ("write", {"path": "link.txt", "content": ""}, "/home/user/.profile", {K.OUTSIDE_WORKSPACE}),
