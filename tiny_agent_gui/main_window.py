@@ -278,6 +278,7 @@ class MainWindow(QMainWindow):
         bridge.tool_call_delta.connect(lambda event: self.status_speed.received(event.arguments))
         bridge.run_finished.connect(lambda _event: self.status_speed.stopped())
         self.transcript.item_selected.connect(self.inspector.show_item)
+        self.inspector.row_requested.connect(self._select_transcript_row)
         self.transcript.retry_requested.connect(self._retry)
         self.composer.submitted.connect(self._submit)
         self.composer.cancel_requested.connect(self.stop)
@@ -606,6 +607,13 @@ class MainWindow(QMainWindow):
             self.new_session()
         if self.controller.session is not None:
             self.controller.submit(prompt)
+
+    def _select_transcript_row(self, row: int) -> None:
+        """A waterfall row was clicked: select (and show) what it stands for in the transcript too."""
+        index = self.transcript.transcript_model().index(row, 0)
+        if index.isValid():
+            self.transcript.setCurrentIndex(index)
+            self.transcript.scrollTo(index)
 
     def _retry(self, notice: NoticeItem) -> None:
         self.banner.cancel_countdown()

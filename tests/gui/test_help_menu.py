@@ -57,7 +57,12 @@ def _help_actions(window: MainWindow) -> list[str]:
 
 
 async def test_the_help_menu_has_about_log_folder_and_diagnostics(window: MainWindow) -> None:
-    assert _help_actions(window) == ["&About tiny-agent desktop…", "Open &Log Folder", "&Copy Diagnostics"]
+    assert _help_actions(window) == [
+        "&Keyboard Shortcuts",
+        "&About tiny-agent desktop…",
+        "Open &Log Folder",
+        "&Copy Diagnostics",
+    ]
 
 
 async def test_about_shows_versions_locations_and_availability(window: MainWindow, tmp_path: Path) -> None:

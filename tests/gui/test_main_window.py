@@ -491,3 +491,16 @@ async def test_first_run_with_nothing_running_says_what_to_start(
         await made.controller.aclose()
         ledger.close()
         await http.aclose()
+
+
+async def test_a_waterfall_row_selects_its_item_in_the_transcript(window: MainWindow, server: LoopbackServer) -> None:
+    workspace = Path(window.services.settings.workspaces[0])
+    (workspace / "a.txt").write_text("alpha\n")
+    server.queue(tool_reply(("r1", "read", '{"path": "a.txt"}')), text_reply("Read it."))
+    window.composer.submitted.emit("read a")
+    await _until(lambda: window.timeline is not None and not window.controller.busy and len(_items(window)) >= 3)
+    await window.controller.wait_idle()
+    row = next(i for i, item in enumerate(_items(window)) if isinstance(item, ToolItem))
+    window.inspector.row_requested.emit(row)
+    assert window.transcript.currentIndex().row() == row
+    await asyncio.sleep(0.1)  # the selection's deferred work (scrolling, the inspector) runs while the loop does
