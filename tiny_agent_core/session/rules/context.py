@@ -21,6 +21,7 @@ MAX_SAFE_INTEGER = 2**53 - 1
 
 _UUID7 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}").fullmatch
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}").fullmatch
+_ERROR_KEYS = frozenset({"code", "message"})
 
 Reservations = dict[str, str]
 """Ids a fact pre-allocates, with what each is for; committed together once the whole fact is valid."""
@@ -31,9 +32,9 @@ class ValueChecks:
 
     __slots__ = ("line", "seq")
 
-    def __init__(self, line: int, seq: int | None = None) -> None:
+    def __init__(self, line: int) -> None:
         self.line = line
-        self.seq = seq
+        self.seq: int | None = None
         """The fact's ``seq`` once it has been read (``None`` before, and for the header)."""
 
     def fail(self, code: str) -> NoReturn:
@@ -133,6 +134,3 @@ class FactContext(ValueChecks):
         self.only_keys(error, _ERROR_KEYS)
         self.string(error.get("code"))
         self.string(error.get("message"))
-
-
-_ERROR_KEYS = frozenset({"code", "message"})
