@@ -188,3 +188,16 @@ def test_composer_send_stop_button(qtbot: QtBot) -> None:
     assert composer.button.text() == "Send"
     assert "Enter" in composer.button.toolTip()
     assert composer.editor.accessibleName() == "Prompt"
+
+
+def test_rows_announce_who_speaks_and_each_step_its_model_tokens_and_cost(qtbot: QtBot, session: Session) -> None:
+    session.full_run("read it", "a.txt", "A", "It is **A**.")
+    model = TranscriptModel(session.timeline)
+    texts = [model.index(row).data(Qt.ItemDataRole.AccessibleTextRole) for row in range(model.rowCount())]
+    assert texts[0] == "You: read it"
+    assert texts[1].startswith("Assistant step (")
+    assert texts[1].endswith("calling 1 tool")
+    assert "usage unknown, cost unknown" in texts[1]  # the fixture's steps report no usage: said, never 0
+    assert "read tool call" in texts[2]
+    assert texts[3].startswith("Assistant (")
+    assert texts[3].endswith("): It is **A**.")

@@ -18,6 +18,7 @@ from tiny_agent_core.timeline import (
     AssistantItem,
     CompactionItem,
     NoticeItem,
+    StepInfo,
     Timeline,
     TimelineItem,
     ToolItem,
@@ -66,6 +67,30 @@ def item_text(item: TimelineItem | StreamingItem) -> str:
     if isinstance(item, CompactionItem):
         return f"History compacted ({item.compacted} messages summarized, {item.retained} kept): {item.summary}"
     return item.text
+
+
+def step_usage_text(step: StepInfo) -> str:
+    """A step's tokens in the words the status bar uses: the whole prompt and the output (or "usage unknown")."""
+    if step.usage is None:
+        return "usage unknown"
+    return f"prompt {step.usage.prompt:,} · output {step.usage.output:,}"
+
+
+def accessible_text(item: TimelineItem | StreamingItem) -> str:
+    """What a screen reader says for a row: who speaks, and for a model step its model, tokens and cost."""
+    if isinstance(item, UserItem):
+        return f"You: {item.text}"
+    if isinstance(item, AssistantItem):
+        step = f"{item.step.model}, {step_usage_text(item.step)}, {cost_text(item.step.cost)}"
+        if item.text.strip():
+            return f"Assistant ({step}): {item.text}"
+        calls = len(item.calls)
+        return f"Assistant step ({step}) calling {calls} tool{'' if calls == 1 else 's'}"
+    if isinstance(item, StreamingItem):
+        return f"Assistant, streaming: {item.text}"
+    if isinstance(item, NoticeItem) and item.retryable:
+        return f"{item.text} Press Enter to {item.retry_label.lower()}."
+    return item_text(item)
 
 
 class TranscriptModel(QAbstractListModel):
@@ -213,8 +238,10 @@ class TranscriptModel(QAbstractListModel):
             return None
         if role == ITEM_ROLE:
             return item
-        if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.AccessibleTextRole):
+        if role == Qt.ItemDataRole.DisplayRole:
             return item_text(item)
+        if role == Qt.ItemDataRole.AccessibleTextRole:
+            return accessible_text(item)
         if role == Qt.ItemDataRole.ToolTipRole:
             return _tooltip(item)
         return None
@@ -231,7 +258,7 @@ def _tooltip(item: TimelineItem | StreamingItem) -> str | None:
         return f"{item.summary}\n{tool_state(item)}. Space or Enter expands the output or the diff; select to inspect."
     if isinstance(item, AssistantItem):
         step = item.step
-        usage = "usage unknown" if step.usage is None else f"{step.usage.prompt:,} in / {step.usage.output:,} out"
+        usage = step_usage_text(step)
         timing = f"first token {format_duration(step.ttft_ms) or 'not recorded'} · "
         timing += f"latency {format_duration(step.latency_ms) or 'not recorded'}"
         return (

@@ -58,7 +58,14 @@ from PySide6.QtWidgets import (
 from tiny_agent_core.timeline import AssistantItem, CompactionItem, NoticeItem, TimelineItem, ToolItem, UserItem
 from tiny_agent_core.tool_outcomes import output_excerpt
 from tiny_agent_gui.cost.formatting import cost_text
-from tiny_agent_gui.transcript.model import ITEM_ROLE, StreamingItem, TranscriptModel, format_duration, item_text
+from tiny_agent_gui.transcript.model import (
+    ITEM_ROLE,
+    StreamingItem,
+    TranscriptModel,
+    format_duration,
+    item_text,
+    step_usage_text,
+)
 from tiny_agent_gui.transcript.outcome_style import badge_text, outcome_colour
 from tiny_agent_gui.transcript.render import (
     DocumentCache,
@@ -90,12 +97,7 @@ def _is_dark(palette: QPalette) -> bool:
 
 def _cost_text(item: AssistantItem) -> str:
     step = item.step
-    parts = [step.model]
-    if step.usage is not None:
-        parts.append(f"{step.usage.prompt:,} in / {step.usage.output:,} out")
-    else:
-        parts.append("usage unknown")
-    parts.append(cost_text(step.cost))
+    parts = [step.model, step_usage_text(step), cost_text(step.cost)]
     return " · ".join(parts)
 
 
