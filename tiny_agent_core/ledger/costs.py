@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal, localcontext
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
@@ -324,6 +325,12 @@ _KEYS: dict[GroupBy, tuple[str, ...]] = {
 }
 
 
+@lru_cache(maxsize=256)
+def _path(text: str) -> Path:
+    """One :class:`Path` per workspace (thousands of session rows share a few)."""
+    return Path(text)
+
+
 def _row(keys: Sequence[Any], values: Sequence[Any], by: GroupBy | None) -> CostRow:
     requests = int(values[0])
     cost, _ = _exact_sum(values[6])
@@ -352,7 +359,7 @@ def _row(keys: Sequence[Any], values: Sequence[Any], by: GroupBy | None) -> Cost
     if by == "session":
         session_id, title, workspace, created_at = keys
         common["sessions"] = 1
-        return CostRow(session_id, title, title=title, workspace=Path(workspace), created_at=created_at, **common)
+        return CostRow(session_id, title, title=title, workspace=_path(workspace), created_at=created_at, **common)
     if by == "model":
         provider, model = keys
         return CostRow(f"{provider}/{model}", f"{provider} · {model}", provider=provider, model=model, **common)
@@ -420,21 +427,52 @@ def cost_total(conn: sqlite3.Connection, selection: Selection | None = None) -> 
     return _row((), values, None)
 
 
+def _sum_sessions(rows: Sequence[CostRow]) -> CostRow:
+    """The total of session rows (each request is in exactly one of them, so their sums are the total's)."""
+    with localcontext() as context:
+        context.prec = 60
+        known = [row.cost for row in rows if row.cost is not None and row.requests]
+        savings = [row.cache_savings for row in rows if row.cache_savings is not None and row.requests]
+        requests = sum(row.requests for row in rows)
+        starts = [row.first_at for row in rows if row.first_at is not None]
+        ends = [row.last_at for row in rows if row.last_at is not None]
+        return CostRow(
+            "",
+            "Total",
+            requests=requests,
+            usage=sum((row.usage for row in rows), Usage(0, 0)),
+            unknown_usage_requests=sum(row.unknown_usage_requests for row in rows),
+            cost=sum(known, Decimal(0)) if known or not requests else None,
+            unknown_cost_requests=sum(row.unknown_cost_requests for row in rows),
+            sources={source: sum(row.sources[source] for row in rows) for source in SOURCES},
+            sessions=sum(1 for row in rows if row.requests),
+            runs=sum(row.runs for row in rows),
+            successful_runs=sum(row.successful_runs for row in rows),
+            cache_savings=sum(savings, Decimal(0)) if savings or not requests else None,
+            unknown_savings_requests=sum(row.unknown_savings_requests for row in rows),
+            first_at=min(starts, default=None),
+            last_at=max(ends, default=None),
+            models=tuple(sorted({model for row in rows for model in row.models})),
+        )
+
+
 def cost_report(conn: sqlite3.Connection, by: GroupBy = "session", selection: Selection | None = None) -> CostReport:
-    """:func:`cost_rows` and :func:`cost_total` of the same selection."""
-    return CostReport(by, cost_rows(conn, by, selection), cost_total(conn, selection))
+    """:func:`cost_rows` and :func:`cost_total` of the same selection (for sessions, the total is their sum)."""
+    rows = cost_rows(conn, by, selection)
+    return CostReport(by, rows, _sum_sessions(rows) if by == "session" else cost_total(conn, selection))
 
 
 def cost_overview(conn: sqlite3.Connection, selection: Selection | None = None) -> CostOverview:
     """Sessions, models, days, weeks, the cost per day by model and the total of one selection."""
     selection = selection or Selection()
+    sessions = cost_rows(conn, "session", selection)
     return CostOverview(
-        sessions=cost_rows(conn, "session", selection),
+        sessions=sessions,
         models=cost_rows(conn, "model", selection),
         days=cost_rows(conn, "day", selection),
         weeks=cost_rows(conn, "week", selection),
         daily=daily_model_costs(conn, selection),
-        total=cost_total(conn, selection),
+        total=_sum_sessions(sessions),
     )
 
 

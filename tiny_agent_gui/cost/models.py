@@ -104,7 +104,7 @@ SESSION_COLUMNS: tuple[Column, ...] = (
 """Columns of the sessions table."""
 
 MODEL_COLUMNS: tuple[Column, ...] = (
-    Column("Model", lambda r: r.label, lambda r: r.key, numeric=False),
+    Column("Model", lambda r: r.label, lambda r: r.key, numeric=False, tooltip=lambda r: r.label),
     _cost_column(),
     Column(
         "Per session", lambda r: _money(r.cost_per_session, r.cost_complete), lambda r: _sort_number(r.cost_per_session)

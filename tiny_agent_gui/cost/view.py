@@ -89,12 +89,21 @@ def _table(name: str, model: CostRowsModel | ComparisonModel) -> QTableView:
     return table
 
 
-def _fit_columns(table: QTableView, stretch: int) -> None:
-    """Numbers fit their contents; column ``stretch`` (a text column) takes the rest and elides."""
+def _fit_columns(table: QTableView, stretch: int, samples: dict[int, str] | None = None) -> None:
+    """Column widths from the header and a sample text per column (never measured over the rows: with thousands
+    of rows that would stall the window); column ``stretch`` takes the rest and elides."""
     header = table.horizontalHeader()
+    metrics = table.fontMetrics()
+    model = table.model()
     for column in range(header.count()):
-        mode = QHeaderView.ResizeMode.Stretch if column == stretch else QHeaderView.ResizeMode.ResizeToContents
-        header.setSectionResizeMode(column, mode)
+        if column == stretch:
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Stretch)
+            continue
+        title = str(model.headerData(column, Qt.Orientation.Horizontal))
+        sample = (samples or {}).get(column, "9,999,999")
+        width = max(metrics.horizontalAdvance(title), metrics.horizontalAdvance(sample)) + 24
+        header.setSectionResizeMode(column, QHeaderView.ResizeMode.Interactive)
+        header.resizeSection(column, width)
 
 
 def _qdate(day: date) -> QDate:
@@ -178,9 +187,8 @@ class CostView(QWidget):
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.table.setSortingEnabled(True)
         self.table.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
-        _fit_columns(self.table, stretch=1)
-        self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Interactive)
-        self.table.setColumnWidth(2, 180)
+        samples = {0: "2026-12-31", 2: "anthropic/claude-sonnet", 3: "local — no API charge", 7: "100.0%"}
+        _fit_columns(self.table, stretch=1, samples=samples)
         self.comparison = _table("Selected sessions side by side", self.comparison_model)
         self.comparison.verticalHeader().setVisible(True)
         self.what_if_combo = QComboBox(self)
@@ -191,11 +199,11 @@ class CostView(QWidget):
         self.what_if_combo.addItem(NO_WHAT_IF, None)
         self.by_model = _table("Cost by model", self.model_totals)
         self.by_model.setSortingEnabled(True)
-        _fit_columns(self.by_model, stretch=0)
+        _fit_columns(self.by_model, stretch=-1, samples={0: "openrouter · anthropic/claude", 1: "≥ $0.12 + 3 unknown"})
         self.by_day = _table("Cost by day", self.day_totals)
         self.by_week = _table("Cost by week", self.week_totals)
         for table in (self.by_day, self.by_week):
-            _fit_columns(table, stretch=4)
+            _fit_columns(table, stretch=4, samples={0: "week of 2026-12-31", 1: "≥ $0.12 + 3 unknown"})
         self.bar_chart = CostBarChart(self)
         self.daily_chart = DailyCostChart(self)
         self.charts = QStackedWidget(self)

@@ -236,3 +236,10 @@ def test_csv_and_json_agree(conn: sqlite3.Connection, sessions: dict[str, Sessio
     unknown_row = next(row for row in as_json["rows"] if row["key"] == sessions["unknown"].id)
     assert (unknown_row["cost"], unknown_row["unknownRequests"]) == (None, 1)
     assert "key" not in as_json["total"]
+
+
+def test_the_sum_of_the_session_rows_is_the_total(conn: sqlite3.Connection, sessions: dict[str, SessionFile]) -> None:
+    assert cost_report(conn, "session").total == cost_total(conn)
+    assert cost_report(conn, "session", Selection(since=date(2030, 1, 1))).total == cost_total(
+        conn, Selection(since=date(2030, 1, 1))
+    )
