@@ -22,8 +22,10 @@ from tiny_agent_core.ledger.costs import (
     Selection,
     cost_report,
     cost_rows,
+    cost_text,
     cost_total,
     daily_model_costs,
+    money_text,
     what_if,
     write_costs_csv,
 )
@@ -243,3 +245,13 @@ def test_the_sum_of_the_session_rows_is_the_total(conn: sqlite3.Connection, sess
     assert cost_report(conn, "session", Selection(since=date(2030, 1, 1))).total == cost_total(
         conn, Selection(since=date(2030, 1, 1))
     )
+
+
+def test_a_total_with_unknown_requests_reads_as_a_lower_bound(
+    conn: sqlite3.Connection, sessions: dict[str, SessionFile]
+) -> None:
+    total = cost_total(conn)
+    assert total.cost is not None
+    assert cost_text(total.cost, total.unknown_cost_requests) == f"≥ {money_text(total.cost)} + 1 unknown"
+    assert cost_text(None, 3) == "unknown"
+    assert money_text(Decimal("0.000123")) == "$0.00012"
