@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tiny_agent_core.agent.events import EventSink
-from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, Agent, RequestRecorder
+from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, Agent, RequestRecord, RequestRecorder
 from tiny_agent_core.agent.recording import LedgerRecorder
 from tiny_agent_core.errors import SessionLockedError
 from tiny_agent_core.pricing import Overrides
@@ -70,6 +70,14 @@ def session_tools(session: OpenedSession, tool_settings: ToolSettings, *, networ
     return builtin_tools(workspace, allowed_roots=tool_settings.allowed_roots(workspace), network=network)
 
 
+def _both(first: RequestRecorder, second: RequestRecorder) -> RequestRecorder:
+    def record(request: RequestRecord) -> None:
+        first(request)
+        second(request)
+
+    return record
+
+
 def build_agent(
     session: OpenedSession,
     *,
@@ -85,15 +93,18 @@ def build_agent(
     tools: Sequence[Tool] | None = None,
     timeouts: Timeouts | None = None,
     max_steps: int | None = DEFAULT_MAX_STEPS,
+    also_record: RequestRecorder | None = None,
 ) -> Agent:
     """An agent for a writable session: ``tools`` (default: the built-ins within the workspace's allowed roots —
     pass the same tools again when rebuilding an agent, so background processes keep their owner), the approval
     policy over ``tool_settings`` (standing permissions), the ledger recorder when ``ledger`` is given, at most
-    ``max_steps`` model steps per run."""
+    ``max_steps`` model steps per run; ``also_record`` receives every request record too (after the ledger)."""
     workspace = session.workspace
     recorder: RequestRecorder | None = None
     if ledger is not None:
         recorder = LedgerRecorder(ledger, session.store.path, workspace, secrets=[api_key] if api_key else [])
+    if also_record is not None:
+        recorder = also_record if recorder is None else _both(recorder, also_record)
     return Agent(
         store=session.store,
         client=client,

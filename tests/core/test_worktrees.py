@@ -1,0 +1,107 @@
+"""Workspace copies for compare runs: git worktrees, bounded plain copies, nothing followed out, the changes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tiny_agent_core.worktrees import (
+    CopyLimits,
+    WorkspaceTooLargeError,
+    changes_diff,
+    make_copy,
+    remove_copy,
+    workspace_changes,
+)
+
+
+def _git(cwd: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
+    return subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True, env=env).stdout
+
+
+@pytest.fixture
+def plain(tmp_path: Path) -> Path:
+    workspace = tmp_path / "ws"
+    (workspace / "src").mkdir(parents=True)
+    (workspace / "src" / "app.py").write_text("print('hi')\n")
+    (workspace / "node_modules" / "x").mkdir(parents=True)
+    (workspace / "node_modules" / "x" / "big.js").write_text("x" * 1000)
+    (workspace / ".tiny-agent" / "sessions").mkdir(parents=True)
+    (tmp_path / "secret.txt").write_text("outside")
+    (workspace / "out").symlink_to(tmp_path / "secret.txt")
+    (workspace / "up").symlink_to("../secret.txt")
+    (workspace / "inside").symlink_to("src/app.py")
+    os.mkfifo(workspace / "pipe")
+    return workspace
+
+
+def test_a_plain_copy_skips_heavy_folders_and_never_follows_out(plain: Path, tmp_path: Path) -> None:
+    copy = make_copy(plain, tmp_path / "data" / "1")
+    assert copy.kind == "copy"
+    assert (copy.path / "src" / "app.py").read_text() == "print('hi')\n"
+    assert not (copy.path / "node_modules").exists()
+    assert not (copy.path / ".tiny-agent").exists()
+    assert not (copy.path / "out").exists()
+    assert not (copy.path / "up").exists()
+    assert os.readlink(copy.path / "inside") == "src/app.py"
+    assert not (copy.path / "pipe").exists()
+    assert sorted(item.split(" ")[0] for item in copy.skipped) == ["out", "pipe", "up"]
+
+    (copy.path / "src" / "app.py").write_text("print('hello')\n")
+    (copy.path / "new.txt").write_text("new\n")
+    changes = workspace_changes(copy)
+    assert [(c.path, c.status, c.added, c.removed) for c in changes] == [
+        ("new.txt", "added", 1, 0),
+        ("src/app.py", "modified", 1, 1),
+    ]
+    patch = changes_diff(changes)
+    assert "-print('hi')\n+print('hello')\n" in patch
+    assert (plain / "src" / "app.py").read_text() == "print('hi')\n"  # the original is untouched
+    remove_copy(copy)
+    assert not copy.path.exists()
+
+
+def test_a_copy_too_large_is_refused_with_the_way_out_and_leaves_nothing(plain: Path, tmp_path: Path) -> None:
+    (plain / "data.bin").write_bytes(b"\0" * 5000)
+    destination = tmp_path / "data" / "1"
+    with pytest.raises(WorkspaceTooLargeError, match="git repository"):
+        make_copy(plain, destination, limits=CopyLimits(max_bytes=4000))
+    assert not destination.exists()
+
+
+def test_a_git_workspace_gets_a_worktree_with_its_uncommitted_state(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    (repo / ".gitignore").write_text("ignored/\n")
+    (repo / "tracked.txt").write_text("v1\n")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "first")
+    (repo / "tracked.txt").write_text("v2 uncommitted\n")
+    (repo / "untracked.txt").write_text("fresh\n")
+    (repo / "ignored").mkdir()
+    (repo / "ignored" / "cache.bin").write_text("junk")
+    status_before = _git(repo, "status", "--porcelain")
+
+    copy = make_copy(repo, tmp_path / "data" / "1")
+    assert copy.kind == "worktree"
+    assert (copy.path / "tracked.txt").read_text() == "v2 uncommitted\n"
+    assert (copy.path / "untracked.txt").read_text() == "fresh\n"
+    assert not (copy.path / "ignored").exists()
+    assert _git(repo, "status", "--porcelain") == status_before  # the original's state is as it was
+
+    (copy.path / "tracked.txt").write_text("v3 by the model\n")
+    (copy.path / "untracked.txt").unlink()
+    changes = workspace_changes(copy)
+    assert [(c.path, c.status) for c in changes] == [("tracked.txt", "modified"), ("untracked.txt", "deleted")]
+    assert "-v2 uncommitted\n+v3 by the model\n" in (changes[0].diff or "")
+    assert (repo / "tracked.txt").read_text() == "v2 uncommitted\n"
+
+    remove_copy(copy)
+    assert not copy.path.exists()
+    assert str(copy.path) not in _git(repo, "worktree", "list")
