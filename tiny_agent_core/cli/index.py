@@ -17,9 +17,10 @@ command says so in one ``tiny-agent: The index database could not be used (…)`
 
 ``tiny-agent index rebuild [--workspace DIR]...``
     Re-reads every session file of the known workspaces and the given ones (which become known) and prints one
-    line ``{"sessions": n, "requests": n, "corrupt": [{"path", "code", "line"}, ...]}``. Corrupt files are
-    reported and skipped. Each ``DIR`` must be an existing folder. Exit 0; 2 with one ``tiny-agent: …`` line on
-    stderr when the database cannot be opened or written.
+    line ``{"sessions": n, "requests": n, "corrupt": [{"path", "code", "line"}, ...]}``. Every request's cost is
+    priced again from its file (the provider's own figures come back from the cost side files, so a deleted index
+    loses none). Corrupt files are reported and skipped. Each ``DIR`` must be an existing folder. Exit 0; 2 with
+    one ``tiny-agent: …`` line on stderr when the database cannot be opened or written.
 """
 
 from __future__ import annotations
