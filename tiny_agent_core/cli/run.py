@@ -24,13 +24,15 @@
   "costUnknownRequests": n, "requests": n, "tokensPerSecond": x or null, "contextLength": n or null,
   "toolsDropped": bool or null, "warnings": [{"kind", "message"}], "sandbox": {"sandboxed", "reason", "network"}
   or null (no bash/bg offered), "error"?: {"kind", "message", "status"?, "retryAfter"?}}``. ``usage`` is the
-  session's reported total, ``null`` when no request ever reported usage (unknown, not 0); ``usageUnknownRequests``
-  counts this run's requests without usage. ``tokensPerSecond`` is output tokens per second of generation over the
-  requests that reported usage. ``toolsDropped`` is true when tools were offered but the server left them out of
-  the prompt (null: no tools offered or no usage to tell); ``warnings`` holds that and dialect repairs the server
-  needed (``kind`` ``tools_dropped``, ``dialect_learned``), each also a ``tiny-agent: …`` stderr line. When bash or
-  bg is offered but cannot be sandboxed, a stderr line says so first; ``--no-network`` runs their commands
-  without network (only inside the sandbox).
+  session's reported total, ``null`` when no request ever reported usage (unknown, not 0);
+  ``usageUnknownRequests`` counts this run's requests without usage. ``tokensPerSecond`` is output tokens per
+  second over the requests that reported usage: from the first token to the last when streamed, over the whole
+  request otherwise (so a non-streamed answer's figure includes the prompt's processing). ``toolsDropped`` is true
+  when tools were offered but the server left them out of the prompt (null: no tools offered or no usage to
+  tell); ``warnings`` holds that and dialect repairs the server needed (``kind`` ``tools_dropped``,
+  ``dialect_learned``), each also a ``tiny-agent: …`` stderr line. When bash or bg is offered but cannot be
+  sandboxed, a stderr line says so first; ``--no-network`` runs their commands without network (only inside the
+  sandbox).
 - A local server (loopback, private or ``.local`` host) gets the local dialect (``tool_choice: "auto"`` with the
   tools, ``""`` for a tool-call message's null content). ``--context-length TOKENS`` gives the model's context
   window, ``--context-length auto`` asks the server (llama.cpp ``/props``, ``/models`` metadata, Ollama
