@@ -5,12 +5,13 @@
 ``--input`` is the *uncached* prompt tokens (the ``input`` bucket of a usage fact); cache reads and writes are
 given separately and are not part of it. ``--at`` is the request's time (ISO 8601; naive = UTC; default now),
 which matters for time-dependent prices. No provider figure and no user override are involved, so the source is
-the price table or unknown.
+the price table, ``local`` (a local server's preset: no API charge) or unknown.
 
 Output, one JSON object on stdout, exit 0 (an unknown price is an answer, not an error):
-``{"cost": "0.0123" | null, "source": "price_table" | null, "dataVersion": "genai-prices 0.2.3" | null,
+``{"cost": "0.0123" | null, "source": "price_table" | "local" | null, "dataVersion": "genai-prices 0.2.3" | null,
 "detail": "..."}``. ``cost`` is the exact decimal in US dollars, never in exponent notation; ``null`` means
-unknown (never ``"0"``). Invalid arguments exit 2 with argparse's message on stderr.
+unknown (never ``"0"``; a local server's ``"0"`` has the source ``local``). Invalid arguments exit 2 with argparse's
+message on stderr.
 """
 
 from __future__ import annotations

@@ -55,13 +55,20 @@ def test_tiny_cost_is_printed_without_an_exponent(capsys: pytest.CaptureFixture[
     assert Decimal(out["cost"]) > 0
 
 
-@pytest.mark.parametrize(("provider", "model"), [("openai", "no-such-model"), ("ollama", "llama3"), ("custom", "x")])
+@pytest.mark.parametrize(("provider", "model"), [("openai", "no-such-model"), ("custom", "x")])
 def test_unknown_is_null_not_zero(capsys: pytest.CaptureFixture[str], provider: str, model: str) -> None:
     code, out = run(capsys, "--provider", provider, "--model", model, "--input", "10", "--output", "10")
     assert code == 0
     assert out["cost"] is None
     assert out["source"] is None
     assert out["detail"]
+
+
+def test_a_local_server_is_no_api_charge_not_unknown(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = run(capsys, "--provider", "ollama", "--model", "llama3", "--input", "10", "--output", "10")
+    assert code == 0
+    assert (out["cost"], out["source"]) == ("0", "local")
+    assert "local — no API charge" in out["detail"]
 
 
 def test_cache_write_and_time(capsys: pytest.CaptureFixture[str]) -> None:
