@@ -108,17 +108,7 @@ class SettingsDialog(QDialog):
         """Open on the Prices tab at the override for ``provider`` and ``model`` (added when missing), the cursor in
         its input rate (the cost view's "set a price →")."""
         self.show_tab(self.PRICES)
-        row = next(
-            (r for r in self.prices.rows() if r.provider.currentData() == provider and r.model.text() == model), None
-        )
-        if row is None:
-            self.prices.add_override()
-            row = self.prices.rows()[-1]
-            index = row.provider.findData(provider)
-            if index >= 0:
-                row.provider.setCurrentIndex(index)
-            row.model.setText(model)
-        row.input.setFocus()
+        self.prices.prefill(provider, model)
 
     def save(self) -> bool:
         """Apply every staged change; on failure show why, keep the dialog open and return ``False``."""

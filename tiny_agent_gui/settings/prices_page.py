@@ -182,6 +182,10 @@ class PricesPage(QWidget):
         self.rates_label = QLabel("Rates in use for your configured models (US $ per million tokens):")
         self.rates_table = QTableWidget(0, len(_RATES_HEADERS))
         self.rates_table.setAccessibleName("Rates in use")
+        self.rates_table.setCornerButtonEnabled(False)  # nothing to select: the table only informs
+        corner = self.rates_table.findChild(QAbstractButton)
+        if corner is not None:
+            corner.setAccessibleName("Rates in use table corner")
         self.rates_table.setHorizontalHeaderLabels(list(_RATES_HEADERS))
         self.rates_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.rates_table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
