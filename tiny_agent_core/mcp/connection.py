@@ -11,12 +11,13 @@ whatever task the calls and :meth:`Connection.close` come from. Every wait is bo
   SDK's ``Connection closed``), when the caller's ``cancel`` event is set (:class:`ToolAborted`) or when its task
   is cancelled; each failure is a :class:`McpCallError` with a sentence for the model;
 - closing stops a local server the SDK's way (stdin closed, then its process group terminated and killed, each
-  step bounded) and a remote one by ending its session.
+  step bounded; :mod:`.stdio`) and a remote one by ending its session.
 
 A local server gets the secret-free environment of the tools' children
 (:func:`~tiny_agent_core.tools.environment.child_environment`) plus the ``env`` of its entry; its stderr is kept
-(the last 4 KB) to explain a failure. A remote server is reached without following any redirect, with its bearer
-token from the entry's ``tokenEnv``, and no HTTP response body may exceed 16 MB.
+(the last 4 KB) to explain a failure, and none of its messages may exceed 16 MB (:mod:`.stdio`). A remote server
+is reached without following any redirect, with its bearer token from the entry's ``tokenEnv``, and no HTTP
+response body may exceed 16 MB.
 """
 
 from __future__ import annotations
@@ -26,12 +27,11 @@ import contextlib
 import hashlib
 import json
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, TextIO, cast
 
 import httpx2
 from mcp.client import Client
-from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
@@ -41,6 +41,7 @@ from tiny_agent_core.errors import ToolAborted
 from tiny_agent_core.mcp.catalog import HttpServer, ServerSpec, StdioServer, is_loopback
 from tiny_agent_core.mcp.errors import McpConnectError, McpError
 from tiny_agent_core.mcp.limits import MAX_TOOLS
+from tiny_agent_core.mcp.stdio import bounded_stdio
 from tiny_agent_core.tools.environment import child_environment
 
 __all__ = ["CONNECT_TIMEOUT", "MAX_RESPONSE_BYTES", "Connection", "McpCallError"]
@@ -76,6 +77,7 @@ class Connection:
         self._serving = False
         self._gone = asyncio.Event()
         self._failure: BaseException | None = None
+        self._lost: str | None = None
         self._calls: set[asyncio.Future[CallToolResult]] = set()
         self._stderr: _StderrTail | None = None
 
@@ -110,15 +112,9 @@ class Connection:
         token come from. Raises :class:`McpConnectError`.
         """
         environ = os.environ if environ is None else environ
-        stderr = _StderrTail() if isinstance(spec, StdioServer) else None
-        try:
-            client = Client(_transport(spec, environ, stderr), cache=None)
-        except (OSError, ValueError) as error:
-            if stderr is not None:
-                stderr.close()
-            raise McpConnectError(spec.alias, "configuration", str(error)) from None
         connection = cls(spec, [], "")
-        connection._stderr = stderr
+        stderr = connection._stderr = _StderrTail() if isinstance(spec, StdioServer) else None
+        client = Client(_transport(spec, environ, stderr, connection._lose), cache=None)
         ready: asyncio.Future[list[RemoteTool]] = asyncio.get_running_loop().create_future()
         connection._task = asyncio.create_task(connection._serve(client, ready), name=f"mcp server {spec.alias}")
         try:
@@ -205,16 +201,20 @@ class Connection:
         except Exception as error:
             raise McpCallError(f"MCP server {self.alias}: {_sentence(_leaf(error))}") from None
 
+    def _lose(self, reason: str) -> None:
+        """The transport ended the connection for ``reason`` (a local server sent an over-long message)."""
+        self._lost = reason
+
     def _why(self) -> str:
-        """`` (<reason>)`` from the server's failure or its last stderr line, or nothing."""
-        reason = _sentence(_leaf(self._failure)) if self._failure is not None else ""
+        """`` (<reason>)``: why the connection was lost, the server's failure or its last stderr line; or nothing."""
+        reason = self._lost or (_sentence(_leaf(self._failure)) if self._failure is not None else "")
         if not reason:
             lines = self.stderr_tail().strip().splitlines()
             reason = lines[-1].strip() if lines else ""
         return f" ({reason[:300]})" if reason else ""
 
     def _describe(self, error: BaseException) -> str:
-        text = _sentence(error)
+        text = self._lost or _sentence(error)
         stderr = self.stderr_tail().strip()
         return f"{text}; its stderr ends: {stderr[-500:]}" if stderr else text
 
@@ -251,15 +251,14 @@ async def _list_tools(client: Client) -> list[RemoteTool]:
 
 
 def _transport(
-    spec: ServerSpec, environ: Mapping[str, str], stderr: _StderrTail | None
+    spec: ServerSpec, environ: Mapping[str, str], stderr: _StderrTail | None, on_lost: Callable[[str], None]
 ) -> contextlib.AbstractAsyncContextManager[Any]:
     if isinstance(spec, StdioServer):
         assert stderr is not None
         environment = child_environment(source=environ) | dict(spec.env)
-        parameters = StdioServerParameters(
-            command=spec.command, args=list(spec.args), env=environment, cwd=spec.cwd, encoding_error_handler="replace"
+        return bounded_stdio(
+            spec.command, list(spec.args), env=environment, cwd=spec.cwd, errlog=stderr.writer, on_lost=on_lost
         )
-        return stdio_client(parameters, errlog=stderr.writer)
     return _http_transport(spec, environ)
 
 

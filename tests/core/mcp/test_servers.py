@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
 import time
+from collections.abc import AsyncIterator
 
 import pytest
 
 from tests.core.mcp.conftest import http_server, stdio_server
 from tiny_agent_core.errors import ToolAborted
-from tiny_agent_core.mcp import connection
+from tiny_agent_core.mcp import connection, stdio
 from tiny_agent_core.mcp.catalog import Catalog, HttpServer, ServerSpec, StdioServer
 from tiny_agent_core.mcp.errors import McpCatalogError, McpConnectError
 from tiny_agent_core.mcp.names import function_name
@@ -216,36 +218,48 @@ async def test_a_missing_token_is_a_configuration_error(http_url: str, monkeypat
 async def test_a_redirect_is_refused(http_url: str) -> None:
     """A server that answers with a redirect (even to the real server, same origin) is not followed."""
     answer = f"HTTP/1.1 307 Temporary Redirect\r\nLocation: {http_url}\r\nContent-Length: 0\r\n\r\n"
-    listener, url = await start_raw_server(answer.encode())
-    try:
+    async with raw_server(answer.encode()) as url:
         error = await connect_error(HttpServer("moved", url), connect_timeout=5)
-    finally:
-        listener.close()
     assert error.cause == "connection_failed", str(error)
     assert "Redirect" in str(error)
 
 
-async def start_raw_server(answer: bytes | None) -> tuple[asyncio.Server, str]:
-    """A loopback HTTP server that reads a request's head and answers ``answer`` (``None``: never answers)."""
+@contextlib.asynccontextmanager
+async def raw_server(answer: bytes | None) -> AsyncIterator[str]:
+    """The URL of a loopback HTTP server that reads a request's head and answers ``answer`` (``None``: never)."""
+    handlers: set[asyncio.Task[None]] = set()
+
+    async def answering(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while (await reader.readline()) not in (b"\r\n", b""):
+                pass
+            if answer is None:
+                await asyncio.sleep(60)
+            writer.write(answer or b"")
+            await writer.drain()
+        finally:
+            writer.close()
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while (await reader.readline()) not in (b"\r\n", b""):
-            pass
-        if answer is None:
-            await asyncio.sleep(60)
-        else:
-            writer.write(answer)
-            await writer.drain()
-        writer.close()
+        task = asyncio.ensure_future(answering(reader, writer))
+        handlers.add(task)
+        with contextlib.suppress(asyncio.CancelledError, OSError):
+            await task
 
     listener = await asyncio.start_server(handle, "127.0.0.1", 0)
-    return listener, f"http://127.0.0.1:{listener.sockets[0].getsockname()[1]}/mcp"
+    try:
+        yield f"http://127.0.0.1:{listener.sockets[0].getsockname()[1]}/mcp"
+    finally:
+        listener.close()
+        for task in handlers:
+            task.cancel()
+        await asyncio.gather(*handlers, return_exceptions=True)
+        await listener.wait_closed()
 
 
 async def test_nothing_listening_is_a_connection_failure() -> None:
-    listener, url = await start_raw_server(b"")
-    listener.close()
-    await listener.wait_closed()
+    async with raw_server(b"") as url:
+        pass
     started = time.monotonic()
     error = await connect_error(HttpServer("off", url))
     assert error.cause == "connection_failed"
@@ -253,12 +267,9 @@ async def test_nothing_listening_is_a_connection_failure() -> None:
 
 
 async def test_an_http_server_that_never_answers_times_out_at_connect() -> None:
-    listener, url = await start_raw_server(None)
     started = time.monotonic()
-    try:
+    async with raw_server(None) as url:
         error = await connect_error(HttpServer("mute", url), connect_timeout=1.0)
-    finally:
-        listener.close()
     assert error.cause == "timeout"
     assert time.monotonic() - started < 4
 
@@ -267,11 +278,8 @@ async def test_an_oversized_http_response_is_not_read(monkeypatch: pytest.Monkey
     monkeypatch.setattr(connection, "MAX_RESPONSE_BYTES", 100_000)
     body = b'{"jsonrpc": "2.0", "id": 0, "result": {"padding": "' + b"x" * 200_000 + b'"}}'
     head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
-    listener, url = await start_raw_server(head + body)
-    try:
+    async with raw_server(head + body) as url:
         error = await connect_error(HttpServer("huge", url), connect_timeout=5)
-    finally:
-        listener.close()
     assert error.cause == "connection_failed"
     assert "larger than 100000 bytes" in str(error)
 
@@ -293,3 +301,23 @@ async def test_each_settled_call_is_reported_raw_for_an_inspector() -> None:
     assert timed_out.response == ""
     assert timed_out.error == "MCP server t did not answer within 300 ms"
     assert timed_out.duration_ms >= 300
+
+
+async def test_an_over_long_stdio_message_ends_the_connection(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stdio, "MAX_MESSAGE_BYTES", 100_000)
+    async with McpServers.connect(catalog(stdio_server()), ["t"]) as servers:
+        fits = await tool(servers, "big").execute({"size": 20_000})
+        started = time.monotonic()
+        outcome = await tool(servers, "big").execute({"size": 200_000})
+        assert time.monotonic() - started < 5
+    assert not fits.is_error
+    assert outcome.is_error
+    assert "100000 bytes" in outcome.content
+
+
+async def test_a_server_writing_an_endless_line_is_cut_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stdio, "MAX_MESSAGE_BYTES", 100_000)
+    flood = StdioServer("flood", sys.executable, ("-c", "import sys\nwhile True: sys.stdout.write('x' * 65536)"))
+    error = await connect_error(flood, connect_timeout=5)
+    assert error.cause == "connection_failed"
+    assert "100000 bytes" in str(error)
