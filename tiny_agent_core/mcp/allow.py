@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from tiny_agent_core.mcp.tool import McpTool
+if TYPE_CHECKING:
+    from tiny_agent_core.mcp.tool import McpTool
 
 __all__ = ["PREFIX", "McpAllow", "allowed_names", "is_mcp_spec", "parse_allow", "split_allow"]
 

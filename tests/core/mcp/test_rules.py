@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -182,3 +184,15 @@ def test_split_allow() -> None:
     )
     with pytest.raises(ValueError, match="mcp:ALIAS"):
         split_allow(["mcp:"])
+
+
+def test_the_light_modules_do_not_load_the_sdk() -> None:
+    """A settings page or the CLI's argument check reads catalogs and specs without importing the SDK."""
+    code = (
+        "import sys\n"
+        "import tiny_agent_core.mcp.allow, tiny_agent_core.mcp.catalog, tiny_agent_core.mcp.errors\n"
+        "import tiny_agent_core.mcp.names\n"
+        "print(sorted(name for name in sys.modules if name.split('.')[0] in ('mcp', 'mcp_types', 'httpx2')))\n"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"
