@@ -27,8 +27,10 @@ import contextlib
 import hashlib
 import json
 import os
+import urllib.request
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, TextIO, cast
+from urllib.parse import urlsplit
 
 import httpx2
 from mcp.client import Client
@@ -54,6 +56,8 @@ MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 """The largest HTTP response body read from a remote server."""
 MAX_SSE_EVENT_BYTES = 4 * 1024 * 1024
 """The largest server-sent event read from a remote server."""
+MAX_TOKEN = 8192
+"""The longest bearer token sent."""
 STDERR_TAIL = 4096
 """How much of a local server's stderr is kept to explain a failure."""
 _MAX_LIST_PAGES = 16
@@ -269,20 +273,33 @@ async def _http_transport(spec: HttpServer, environ: Mapping[str, str]) -> Async
         token = environ.get(spec.token_env, "").strip()
         if not token:
             raise McpConnectError(spec.alias, "configuration", f"the environment variable {spec.token_env} is not set")
+        if len(token) > MAX_TOKEN or not token.isascii() or not token.isprintable() or " " in token:
+            # said without the value: an HTTP library's own error would quote the header
+            message = f"the value of {spec.token_env} cannot be sent as a bearer token"
+            raise McpConnectError(spec.alias, "configuration", message)
         headers["Authorization"] = f"Bearer {token}"
-    host = httpx2.URL(spec.url).host
+    inner = httpx2.AsyncHTTPTransport(proxy=_proxy(spec.url))
     client = httpx2.AsyncClient(
         headers=headers,
         timeout=httpx2.Timeout(CONNECT_TIMEOUT, read=300.0),
         max_redirects=0,  # the SDK follows same-origin redirects up to this many: none
-        transport=_CappedTransport(httpx2.AsyncHTTPTransport(trust_env=not is_loopback(host)), MAX_RESPONSE_BYTES),
-        trust_env=not is_loopback(host),
+        transport=_CappedTransport(inner, MAX_RESPONSE_BYTES),
     )
     async with (
         client,
         streamable_http_client(spec.url, http_client=client, max_sse_event_size=MAX_SSE_EVENT_BYTES) as streams,
     ):
         yield streams
+
+
+def _proxy(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (``https_proxy``, ``no_proxy`` …); none for this machine.
+
+    A client with its own transport does not read them itself."""
+    host = urlsplit(url).hostname or ""
+    if is_loopback(host) or urllib.request.proxy_bypass(host):
+        return None
+    return urllib.request.getproxies_environment().get(urlsplit(url).scheme)
 
 
 class _CappedTransport(httpx2.AsyncBaseTransport):

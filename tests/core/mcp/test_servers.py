@@ -321,3 +321,19 @@ async def test_a_server_writing_an_endless_line_is_cut_off(monkeypatch: pytest.M
     error = await connect_error(flood, connect_timeout=5)
     assert error.cause == "connection_failed"
     assert "100000 bytes" in str(error)
+
+
+async def test_a_token_http_cannot_carry_is_refused_without_quoting_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MCP_TEST_TOKEN", "secret-part\r\nX-Injected: 1")
+    error = await connect_error(http_server("https://mcp.invalid/mcp", token_env="MCP_TEST_TOKEN"))
+    assert error.cause == "configuration"
+    assert "MCP_TEST_TOKEN" in str(error)
+    assert "secret-part" not in str(error)
+
+
+def test_remote_servers_use_the_environments_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("https_proxy", "http://proxy.invalid:3128")
+    monkeypatch.setenv("no_proxy", "inside.invalid")
+    assert connection._proxy("https://mcp.example.com/mcp") == "http://proxy.invalid:3128"
+    assert connection._proxy("https://inside.invalid/mcp") is None
+    assert connection._proxy("http://127.0.0.1:8000/mcp") is None
