@@ -16,8 +16,9 @@ whatever task the calls and :meth:`Connection.close` come from. Every wait is bo
 A local server gets the secret-free environment of the tools' children
 (:func:`~tiny_agent_core.tools.environment.child_environment`) plus the ``env`` of its entry; its stderr is kept
 (the last 4 KB) to explain a failure, and none of its messages may exceed 16 MB (:mod:`.stdio`). A remote server
-is reached without following any redirect, with its bearer token from the entry's ``tokenEnv``, and no HTTP
-response body may exceed 16 MB.
+is reached without following any redirect, with its bearer token from the entry's ``tokenEnv`` or the keyring
+(:func:`token_key`), through the environment's proxy (never for this machine), and no HTTP response body may
+exceed 16 MB.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import json
 import os
 import urllib.request
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any, TextIO, cast
+from typing import Any, Protocol, TextIO, cast
 from urllib.parse import urlsplit
 
 import httpx2
@@ -39,14 +40,14 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
 from mcp_types import Tool as RemoteTool
 
-from tiny_agent_core.errors import ToolAborted
+from tiny_agent_core.errors import SecretStoreError, ToolAborted
 from tiny_agent_core.mcp.catalog import HttpServer, ServerSpec, StdioServer, is_loopback
 from tiny_agent_core.mcp.errors import McpConnectError, McpError
 from tiny_agent_core.mcp.limits import MAX_TOOLS
 from tiny_agent_core.mcp.stdio import bounded_stdio
 from tiny_agent_core.tools.environment import child_environment
 
-__all__ = ["CONNECT_TIMEOUT", "MAX_RESPONSE_BYTES", "Connection", "McpCallError"]
+__all__ = ["CONNECT_TIMEOUT", "MAX_RESPONSE_BYTES", "Connection", "McpCallError", "TokenStore", "token_key"]
 
 CONNECT_TIMEOUT = 10.0
 """Seconds a server has to start (or be reached), shake hands and list its tools."""
@@ -61,6 +62,14 @@ MAX_TOKEN = 8192
 STDERR_TAIL = 4096
 """How much of a local server's stderr is kept to explain a failure."""
 _MAX_LIST_PAGES = 16
+
+
+class TokenStore(Protocol):
+    """Where bearer tokens are kept (:class:`tiny_agent_core.secrets.KeyStore` is one)."""
+
+    def get(self, profile_id: str, /) -> str | None:
+        """The token stored under ``profile_id`` (see :func:`token_key`), or ``None``."""
+        ...
 
 
 class McpCallError(McpError):
@@ -108,17 +117,23 @@ class Connection:
 
     @classmethod
     async def open(
-        cls, spec: ServerSpec, *, connect_timeout: float = CONNECT_TIMEOUT, environ: Mapping[str, str] | None = None
+        cls,
+        spec: ServerSpec,
+        *,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        environ: Mapping[str, str] | None = None,
+        keys: TokenStore | None = None,
     ) -> Connection:
         """Start or reach the server of ``spec`` and list its tools, within ``connect_timeout`` seconds.
 
         ``environ`` (default ``os.environ``) is where a local server's base environment and a remote server's
-        token come from. Raises :class:`McpConnectError`.
+        ``tokenEnv`` come from; ``keys`` (the keyring) holds the tokens of remote servers under
+        :func:`token_key`. Raises :class:`McpConnectError`.
         """
         environ = os.environ if environ is None else environ
         connection = cls(spec, [], "")
         stderr = connection._stderr = _StderrTail() if isinstance(spec, StdioServer) else None
-        client = Client(_transport(spec, environ, stderr, connection._lose), cache=None)
+        client = Client(_transport(spec, environ, keys, stderr, connection._lose), cache=None)
         ready: asyncio.Future[list[RemoteTool]] = asyncio.get_running_loop().create_future()
         connection._task = asyncio.create_task(connection._serve(client, ready), name=f"mcp server {spec.alias}")
         try:
@@ -255,7 +270,11 @@ async def _list_tools(client: Client) -> list[RemoteTool]:
 
 
 def _transport(
-    spec: ServerSpec, environ: Mapping[str, str], stderr: _StderrTail | None, on_lost: Callable[[str], None]
+    spec: ServerSpec,
+    environ: Mapping[str, str],
+    keys: TokenStore | None,
+    stderr: _StderrTail | None,
+    on_lost: Callable[[str], None],
 ) -> contextlib.AbstractAsyncContextManager[Any]:
     if isinstance(spec, StdioServer):
         assert stderr is not None
@@ -263,19 +282,17 @@ def _transport(
         return bounded_stdio(
             spec.command, list(spec.args), env=environment, cwd=spec.cwd, errlog=stderr.writer, on_lost=on_lost
         )
-    return _http_transport(spec, environ)
+    return _http_transport(spec, environ, keys)
 
 
 @contextlib.asynccontextmanager
-async def _http_transport(spec: HttpServer, environ: Mapping[str, str]) -> AsyncIterator[Any]:
+async def _http_transport(spec: HttpServer, environ: Mapping[str, str], keys: TokenStore | None) -> AsyncIterator[Any]:
     headers = {}
-    if spec.token_env is not None:
-        token = environ.get(spec.token_env, "").strip()
-        if not token:
-            raise McpConnectError(spec.alias, "configuration", f"the environment variable {spec.token_env} is not set")
+    token, source = _token(spec, environ, keys)
+    if token is not None:
         if len(token) > MAX_TOKEN or not token.isascii() or not token.isprintable() or " " in token:
             # said without the value: an HTTP library's own error would quote the header
-            message = f"the value of {spec.token_env} cannot be sent as a bearer token"
+            message = f"the token in {source} cannot be sent as a bearer token"
             raise McpConnectError(spec.alias, "configuration", message)
         headers["Authorization"] = f"Bearer {token}"
     inner = httpx2.AsyncHTTPTransport(proxy=_proxy(spec.url))
@@ -290,6 +307,30 @@ async def _http_transport(spec: HttpServer, environ: Mapping[str, str]) -> Async
         streamable_http_client(spec.url, http_client=client, max_sse_event_size=MAX_SSE_EVENT_BYTES) as streams,
     ):
         yield streams
+
+
+def _token(spec: HttpServer, environ: Mapping[str, str], keys: TokenStore | None) -> tuple[str | None, str]:
+    """The server's bearer token and where it came from: ``tokenEnv``'s variable, else the keyring's entry
+    :func:`token_key`; a ``tokenEnv`` that is not set and no keyring entry is a configuration error."""
+    if spec.token_env is not None:
+        value = environ.get(spec.token_env, "").strip()
+        if value:
+            return value, f"the environment variable {spec.token_env}"
+    key = token_key(spec.alias)
+    try:
+        stored = keys.get(key) if keys is not None else None
+    except SecretStoreError as error:
+        raise McpConnectError(spec.alias, "configuration", str(error)) from None
+    if stored and stored.strip():
+        return stored.strip(), f"the keyring entry {key}"
+    if spec.token_env is not None:
+        raise McpConnectError(spec.alias, "configuration", f"the environment variable {spec.token_env} is not set")
+    return None, ""
+
+
+def token_key(alias: str) -> str:
+    """The keyring entry (user name, under the app's service) holding the bearer token of the server ``alias``."""
+    return f"mcp:{alias}"
 
 
 def _proxy(url: str) -> str | None:

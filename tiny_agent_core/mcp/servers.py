@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 
 from tiny_agent_core.mcp.catalog import Catalog
-from tiny_agent_core.mcp.connection import CONNECT_TIMEOUT, Connection
+from tiny_agent_core.mcp.connection import CONNECT_TIMEOUT, Connection, TokenStore
 from tiny_agent_core.mcp.errors import McpConnectError
 from tiny_agent_core.mcp.limits import check_tools
 from tiny_agent_core.mcp.tool import McpCall, McpTool
@@ -44,17 +44,20 @@ class McpServers:
         connect_timeout: float = CONNECT_TIMEOUT,
         environ: Mapping[str, str] | None = None,
         on_call: Callable[[McpCall], None] | None = None,
+        keys: TokenStore | None = None,
     ) -> AsyncIterator[McpServers]:
         """Connect the servers ``aliases`` of ``catalog`` (each within ``connect_timeout`` s); close them on leaving.
 
-        ``environ`` (default ``os.environ``) gives a local server's base environment and a remote server's token;
-        ``on_call`` receives every settled call of their tools (:class:`~tiny_agent_core.mcp.tool.McpCall`).
+        ``environ`` (default ``os.environ``) gives a local server's base environment and a remote server's
+        ``tokenEnv``; ``keys`` (e.g. :class:`tiny_agent_core.secrets.KeyStore`) the tokens kept in the keyring
+        under :func:`~tiny_agent_core.mcp.connection.token_key`; ``on_call`` receives every settled call of their
+        tools (:class:`~tiny_agent_core.mcp.tool.McpCall`).
 
         An unknown alias is a :class:`~tiny_agent_core.mcp.errors.McpCatalogError`; a server that cannot be
         connected an :class:`~tiny_agent_core.mcp.errors.McpConnectError`.
         """
         specs = catalog.select(aliases)
-        opening = (Connection.open(spec, connect_timeout=connect_timeout, environ=environ) for spec in specs)
+        opening = (Connection.open(spec, connect_timeout=connect_timeout, environ=environ, keys=keys) for spec in specs)
         opened = await asyncio.gather(*opening, return_exceptions=True)
         connections = [item for item in opened if isinstance(item, Connection)]
         servers = cls({}, connections)

@@ -16,11 +16,13 @@ from tests.core.mcp.conftest import http_server, stdio_server
 from tiny_agent_core.errors import ToolAborted
 from tiny_agent_core.mcp import connection, stdio
 from tiny_agent_core.mcp.catalog import Catalog, HttpServer, ServerSpec, StdioServer
+from tiny_agent_core.mcp.connection import TokenStore, token_key
 from tiny_agent_core.mcp.errors import McpCatalogError, McpConnectError
 from tiny_agent_core.mcp.names import function_name
 from tiny_agent_core.mcp.results import MAX_RESULT_BYTES
 from tiny_agent_core.mcp.servers import McpServers
 from tiny_agent_core.mcp.tool import McpCall, McpTool
+from tiny_agent_core.secrets import KeyStore
 from tiny_agent_core.tools.base import Tool
 
 pytestmark = pytest.mark.timeout(60)
@@ -225,14 +227,16 @@ async def test_a_redirect_is_refused(http_url: str) -> None:
 
 
 @contextlib.asynccontextmanager
-async def raw_server(answer: bytes | None) -> AsyncIterator[str]:
-    """The URL of a loopback HTTP server that reads a request's head and answers ``answer`` (``None``: never)."""
+async def raw_server(answer: bytes | None, heads: list[bytes] | None = None) -> AsyncIterator[str]:
+    """The URL of a loopback HTTP server that reads a request's head (into ``heads``) and answers ``answer``
+    (``None``: never)."""
     handlers: set[asyncio.Task[None]] = set()
 
     async def answering(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            while (await reader.readline()) not in (b"\r\n", b""):
-                pass
+            while (line := await reader.readline()) not in (b"\r\n", b""):
+                if heads is not None:
+                    heads.append(line)
             if answer is None:
                 await asyncio.sleep(60)
             writer.write(answer or b"")
@@ -337,3 +341,31 @@ def test_remote_servers_use_the_environments_proxy(monkeypatch: pytest.MonkeyPat
     assert connection._proxy("https://mcp.example.com/mcp") == "http://proxy.invalid:3128"
     assert connection._proxy("https://inside.invalid/mcp") is None
     assert connection._proxy("http://127.0.0.1:8000/mcp") is None
+
+
+@pytest.mark.parametrize(
+    ("environment", "stored", "sent"),
+    [
+        ({"MCP_TEST_TOKEN": "from-env"}, {"mcp:h": "from-keyring"}, "from-env"),
+        ({}, {"mcp:h": "from-keyring"}, "from-keyring"),
+    ],
+)
+async def test_the_bearer_token_comes_from_tokenenv_else_the_keyring(
+    environment: dict[str, str], stored: dict[str, str], sent: str
+) -> None:
+    heads: list[bytes] = []
+    refused = b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n"
+    async with raw_server(refused, heads) as url:
+        spec = http_server(url, token_env="MCP_TEST_TOKEN")
+        with pytest.raises(McpConnectError):
+            async with McpServers.connect(catalog(spec), ["h"], environ=environment, keys=stored):
+                pass
+    assert f"authorization: Bearer {sent}\r\n".encode() in [
+        line.lower().replace(b"bearer", b"Bearer") for line in heads
+    ]
+
+
+def test_the_keyring_store_is_a_token_store() -> None:
+    keys: TokenStore = KeyStore()
+    assert token_key("docs") == "mcp:docs"
+    assert callable(keys.get)
