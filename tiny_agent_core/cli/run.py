@@ -33,6 +33,8 @@
   ``dialect_learned``), each also a ``tiny-agent: …`` stderr line. When bash or bg is offered but cannot be
   sandboxed, a stderr line says so first; ``--no-network`` runs their commands without network (only inside the
   sandbox).
+- Costs use the price overrides of the desktop app's settings (as the index does); a local server's requests are
+  "local — no API charge" unless one is set.
 - A local server (loopback, private or ``.local`` host) gets the local dialect (``tool_choice: "auto"`` with the
   tools, ``""`` for a tool-call message's null content). ``--context-length TOKENS`` gives the model's context
   window, ``--context-length auto`` asks the server (llama.cpp ``/props``, ``/models`` metadata, Ollama
@@ -81,6 +83,7 @@ from tiny_agent_core.errors import (
     TinyAgentError,
 )
 from tiny_agent_core.ledger import connect
+from tiny_agent_core.ledger.repricing import settings_overrides
 from tiny_agent_core.providers.client import ProviderClient, error_summary
 from tiny_agent_core.providers.profiles import ProviderProfile, check_api_key, context_length, profile_for_base_url
 from tiny_agent_core.session.store import SessionStore, find_session
@@ -349,6 +352,7 @@ async def _run(
             timeouts=request_timeouts(args.timeout),
             on_event=printer,
             record_request=record,
+            price_overrides=settings_overrides(),
             max_steps=args.max_steps,
         )
         sandbox = _sandbox(agent.tools)

@@ -26,6 +26,7 @@ def _run(tmp_path: Path, server: LoopbackServer, *args: str) -> tuple[subprocess
         **os.environ,
         "TEST_KEY": KEY,
         "TINY_AGENT_DATA_DIR": str(tmp_path / "data"),
+        "TINY_AGENT_CONFIG_DIR": str(tmp_path / "config"),
         "NO_PROXY": "*",
     }
     proc = subprocess.run(
@@ -274,3 +275,16 @@ def test_blocked_recovery_says_what_differs_and_how_to_abandon(tmp_path: Path) -
     assert "tiny-agent session abandon " in proc.stderr
     (path,) = (workspace / ".tiny-agent" / "sessions").glob("*.jsonl")
     assert str(path) in proc.stderr
+
+
+def test_a_price_override_from_the_settings_applies_to_a_local_server(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (tmp_path / "config").mkdir()
+    settings = {"version": 1, "priceOverrides": {"custom": {"m": {"input": "1", "output": "2"}}}}
+    (tmp_path / "config" / "settings.json").write_text(json.dumps(settings))
+    with LoopbackServer() as server:
+        server.queue(text_reply("hi", usage=(1_000_000, 500_000)))
+        proc, summary = _run(tmp_path, server, "--workspace", str(workspace), "hello")
+    assert proc.returncode == 0, proc.stderr
+    assert summary["cost"] == "2"  # $1 for a million input tokens, $1 for half a million output tokens
