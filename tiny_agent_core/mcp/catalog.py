@@ -14,9 +14,10 @@ and Claude Desktop's (other top-level keys of its settings file are ignored)::
 
 An entry is a local (stdio) server when it has ``command`` (``args``, ``env``, ``cwd`` optional) and a remote
 Streamable HTTP server when it has ``url`` (``tokenEnv`` optional: the environment variable whose value is sent as
-``Authorization: Bearer``). ``allowedTools`` (offer only these; each must exist on the server) and
-``callTimeoutMs`` (default 60 s) apply to both. Unknown keys are refused, so a misspelt or unsupported setting
-(``headers`` with a literal token, ``type: "sse"``) is never silently ignored. Every problem is a
+``Authorization: Bearer``; without it, or when it is not set, a token the app keeps in the keyring for the alias).
+``allowedTools`` (offer only these; each must exist on the server) and ``callTimeoutMs`` (default 60 s) apply to
+both. Unknown keys are refused, so a misspelt or unsupported setting (``headers`` with a literal token,
+``type: "sse"``) is never silently ignored. Every problem is a
 :class:`~tiny_agent_core.mcp.errors.McpCatalogError` naming the place, e.g. ``mcpServers.docs.url: …``.
 """
 
