@@ -109,8 +109,8 @@ class DialectLearned:
     profile_id: str
     base_url: str
     changes: dict[str, bool]
-    repair: str
-    """The outbound repair the new dialect applies (``tools_not_streamed``, ``tool_call_content_empty_string``)."""
+    repairs: tuple[str, ...]
+    """The outbound repairs the changes govern (``tools_not_streamed``, ``tool_call_content_empty_string``)."""
 
 
 @dataclass(frozen=True)

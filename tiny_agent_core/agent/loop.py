@@ -73,7 +73,7 @@ from tiny_agent_core.pricing import Cost, Overrides, price_request
 from tiny_agent_core.providers import client as provider_client
 from tiny_agent_core.providers.capture import RawCapture
 from tiny_agent_core.providers.client import ChatCompleted, ChatStream, ProviderClient
-from tiny_agent_core.providers.openai_chat import NormalizedResponse
+from tiny_agent_core.providers.openai_chat import DIALECT_REPAIRS, NormalizedResponse
 from tiny_agent_core.providers.profiles import ProviderProfile
 from tiny_agent_core.providers.transport import Timeouts
 from tiny_agent_core.redaction import Redactor, environment_secrets
@@ -573,9 +573,9 @@ class Agent:
             return
         self.profile = replace(self.profile, dialect=new)
         changes = {f.name: getattr(new, f.name) for f in fields(new) if getattr(new, f.name) != getattr(old, f.name)}
-        repair = "tools_not_streamed" if "stream_tools" in changes else "tool_call_content_empty_string"
-        _log.info("profile %s: the server needs %s", self.profile.id, repair)
-        self._emit(DialectLearned(self.profile.id, self.profile.base_url, changes, repair))
+        repairs = tuple(DIALECT_REPAIRS[name] for name in changes)
+        _log.info("profile %s: the server needs %s", self.profile.id, ", ".join(repairs))
+        self._emit(DialectLearned(self.profile.id, self.profile.base_url, changes, repairs))
 
     async def _model_step(
         self,

@@ -193,8 +193,8 @@ class _Printer:
             changes = ", ".join(f"{name}={value}" for name, value in event.changes.items())
             self._warn(
                 "dialect_learned",
-                f"the server refused a request and accepted it with the outbound repair {event.repair} ({changes}); "
-                "later requests of this run use it",
+                f"the server refused a request and accepted it with the outbound repair "
+                f"{', '.join(event.repairs)} ({changes}); later requests of this run use it",
             )
 
     def _warn(self, kind: str, message: str) -> None:

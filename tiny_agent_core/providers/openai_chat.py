@@ -115,6 +115,13 @@ class Dialect:
     (``tool_call_content_empty_string``)."""
 
 
+DIALECT_REPAIRS = {
+    "tool_choice_auto": "tool_choice_auto",
+    "stream_tools": "tools_not_streamed",
+    "null_content": "tool_call_content_empty_string",
+}
+"""The outbound repair each :class:`Dialect` field governs, by field name."""
+
 LOCAL_DIALECT = Dialect(tool_choice_auto=True, null_content=False)
 """The dialect assumed for a local server (llama.cpp, llama-cpp-python, Ollama, LM Studio, vLLM): each repair is
 also valid for OpenAI-compatible servers that do not need it."""

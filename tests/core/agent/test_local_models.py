@@ -40,7 +40,7 @@ async def test_a_server_that_cannot_stream_tools_is_learned_once(harness: Harnes
     assert all(body["tool_choice"] == "auto" for body in bodies)
     assert bodies[2]["messages"][2]["content"] == ""  # the tool-call message, content null sent as ""
     learned = _of(harness, events.DialectLearned)
-    assert [(event.changes, event.repair) for event in learned] == [({"stream_tools": False}, "tools_not_streamed")]
+    assert [(event.changes, event.repairs) for event in learned] == [({"stream_tools": False}, ("tools_not_streamed",))]
     assert harness.agent.profile.dialect == Dialect(tool_choice_auto=True, stream_tools=False, null_content=False)
     steps = _of(harness, events.StepFinished)
     assert steps[0].outbound_repairs == ("tool_choice_auto", "tools_not_streamed")
