@@ -218,6 +218,7 @@ class CompareRun:
                 result = await agent.run(self.prompt)
             finally:
                 opened.store.close()
+                del self._agents[index]
             report.status = result.outcome
             report.answer = result.answer
             report.error = str(result.error) if result.error is not None else None

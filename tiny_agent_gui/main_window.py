@@ -1,4 +1,5 @@
-"""The main window: session list (left), transcript and composer (centre), inspector (right), and the cost view.
+"""The main window: session list (left), transcript and composer (centre), inspector (right), the cost view and the
+compare view.
 
 The window wires panes to the :class:`~tiny_agent_gui.session_controller.SessionController` and the core's
 display models; it holds no business rules. Every action has a menu entry with a visible shortcut.
@@ -32,11 +33,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tiny_agent_core.agent.loop import RunResult
-from tiny_agent_core.errors import SecretStoreError, SettingsError
+from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, RunResult
+from tiny_agent_core.compare import CompareRun, Contender
+from tiny_agent_core.errors import SecretStoreError, SettingsError, TinyAgentError
+from tiny_agent_core.fork import fork_before
 from tiny_agent_core.ledger import IndexConnection, default_workspace, raw_captures, scan_workspace
 from tiny_agent_core.ledger.index import SessionSummary
+from tiny_agent_core.ledger.paths import data_dir
 from tiny_agent_core.local_servers import LocalServer, detect_local_servers
+from tiny_agent_core.model_catalog import ModelEntry, recovery_conflict
 from tiny_agent_core.pricing import Overrides
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.secrets import KeyStore
@@ -48,11 +53,13 @@ from tiny_agent_core.workbench import OpenedSession
 from tiny_agent_gui.about_dialog import AboutDialog
 from tiny_agent_gui.approval_dialog import DialogApprover
 from tiny_agent_gui.banner import Action, Banner
+from tiny_agent_gui.compare_view import CompareView
 from tiny_agent_gui.cost.view import CostView
 from tiny_agent_gui.diagnostics import Diagnostics, collect, settings_summary
 from tiny_agent_gui.error_actions import MAX_AUTO_RETRIES, ErrorAction, action_for
 from tiny_agent_gui.inspector import InspectorPane
 from tiny_agent_gui.logs import LOG_FILE_NAME, log_dir
+from tiny_agent_gui.model_picker import ModelCatalog, ModelPicker
 from tiny_agent_gui.session_controller import Connection, SessionController
 from tiny_agent_gui.sessions.pane import SessionListPane
 from tiny_agent_gui.shortcuts_dialog import ShortcutsDialog
@@ -67,6 +74,9 @@ TEST_PROMPT = "Say hello in one sentence, then list the files in this folder."
 
 INSPECTOR_COLLAPSE_WIDTH = 900
 """Below this window width the inspector starts hidden (View › Toggle Inspector, Ctrl+I, shows it)."""
+
+COMPARE_FOLDER_NAME = "compare"
+"""Folder (inside the data folder) holding the workspace copies of compare runs, one sub-folder per compare."""
 
 
 @dataclass
@@ -128,6 +138,15 @@ class MainWindow(QMainWindow):
             network=self.services.settings.network_allowed,
             parent=self,
         )
+        self.catalog = ModelCatalog(
+            services.settings,
+            services.keys,
+            services.client.http if services.client is not None else None,
+            self._price_overrides,
+            self,
+        )
+        self.model_picker: ModelPicker | None = None
+        self._tasks: set[asyncio.Future[None]] = set()
         self.timeline: Timeline | None = None
         self._closing: asyncio.Future[None] | None = None
         self._shut_down = False
@@ -187,11 +206,13 @@ class MainWindow(QMainWindow):
 
         self.welcome = WelcomeView(self.services.keys.status(), detector=self._detector())
         self.cost_view = CostView(self.services.ledger, load=False)
+        self.compare_view = CompareView(self._start_compare)
 
         self.pages = QStackedWidget()
         self.pages.addWidget(self.welcome)
         self.pages.addWidget(self.splitter)
         self.pages.addWidget(self.cost_view)
+        self.pages.addWidget(self.compare_view)
         self.setCentralWidget(self.pages)
 
         self.status_model = QLabel()
@@ -237,12 +258,23 @@ class MainWindow(QMainWindow):
         self.compact_action = self._action("&Compact", "Ctrl+Shift+K", self.controller.compact)
         self.abandon_action = self._action("&Abort Unfinished Operation", None, self.controller.abandon)
         self.abandon_action.setStatusTip("Only when an operation was left unfinished and cannot be recovered")
-        for action in (self.stop_action, self.compact_action, self.abandon_action):
+        self.choose_model_action = self._action("Choose &Model…", "Ctrl+M", self.choose_model)
+        self.choose_model_action.setStatusTip("The provider and model of the next request")
+        self.compare_action = self._action("Com&pare Models…", None, self.show_compare)
+        self.compare_action.setStatusTip("Run one task on 2–4 models at once, each in its own copy of the workspace")
+        for action in (
+            self.stop_action,
+            self.compact_action,
+            self.abandon_action,
+            self.choose_model_action,
+            self.compare_action,
+        ):
             session_menu.addAction(action)
 
         view_menu = menu.addMenu("&View")
         self.show_sessions_action = self._action("&Sessions", "Ctrl+1", self.show_sessions)
         self.show_costs_action = self._action("&Costs", "Ctrl+2", self.show_costs)
+        self.show_compare_action = self._action("Co&mpare", "Ctrl+3", self.show_compare)
         self.find_action = self._action("&Find Session", "Ctrl+F", self._find)
         # The session pane owns the window-wide Ctrl+F; the menu only shows it (two would be ambiguous).
         self.removeAction(self.find_action)
@@ -252,6 +284,7 @@ class MainWindow(QMainWindow):
         for action in (
             self.show_sessions_action,
             self.show_costs_action,
+            self.show_compare_action,
             self.find_action,
             self.inspector_action,
             self.focus_prompt_action,
@@ -282,6 +315,12 @@ class MainWindow(QMainWindow):
         self.transcript.retry_requested.connect(self._retry)
         self.composer.submitted.connect(self._submit)
         self.composer.cancel_requested.connect(self.stop)
+        self.composer.model_requested.connect(self.choose_model)
+        self.transcript.rerun_requested.connect(self.rerun)
+        self.compare_view.add_model_requested.connect(self._add_compare_model)
+        self.compare_view.session_requested.connect(self._open_compared_session)
+        self.compare_view.running_changed.connect(lambda _running: self._update_actions())
+        self.catalog.changed.connect(self._update_status)
         self.controller.session_opened.connect(self._session_opened)
         self.controller.busy_changed.connect(self._busy_changed)
         self.controller.finished.connect(self._finished)
@@ -393,6 +432,7 @@ class MainWindow(QMainWindow):
             path = Path(folder)
             if path.is_dir():
                 scan_workspace(self.services.ledger, path)
+        self.catalog.invalidate()
         self.sessions.reload()
         if self.services.settings.active() is not None and self.pages.currentWidget() is self.welcome:
             self.pages.setCurrentWidget(self.splitter)
@@ -453,9 +493,13 @@ class MainWindow(QMainWindow):
         self._update_actions()
 
     def stop(self) -> None:
-        """Stop (Esc, Ctrl+.): cancel a waiting automatic retry, else stop the running operation."""
+        """Stop (Esc, Ctrl+.): cancel a waiting automatic retry, else stop the running compare (on its page, or
+        when no session operation runs), else stop the running operation."""
+        compare_first = self.pages.currentWidget() is self.compare_view or not self.controller.busy
         if self.banner.cancel_countdown():
             self.statusBar().showMessage("Automatic retry cancelled.", 5000)
+        elif self.compare_view.running and compare_first:
+            self.compare_view.cancel()
         else:
             self.controller.cancel()
         self._update_actions()
@@ -641,7 +685,7 @@ class MainWindow(QMainWindow):
         busy = self.controller.busy if busy is None else busy
         writable = session is not None and not session.read_only and not session.store.closed
         unfinished = writable and session is not None and session.store.state.operation.kind != "idle"
-        self.stop_action.setEnabled(busy or self.banner.counting_down)
+        self.stop_action.setEnabled(busy or self.banner.counting_down or self.compare_view.running)
         self.compact_action.setEnabled(writable and not busy)
         self.abandon_action.setEnabled(unfinished and not busy)
 
@@ -731,6 +775,7 @@ class MainWindow(QMainWindow):
         self.status_model.setText(
             f"{config.name} · {config.model}" if config is not None and config.model else "No provider configured"
         )
+        self.composer.model_button.show_model(self._model_label(config))
         session = self.controller.session
         if session is None:
             self.status_usage.show_figures(None)
@@ -770,12 +815,175 @@ class MainWindow(QMainWindow):
         known = [step.cost for step in steps if step.cost is not None]
         return (sum(known, Decimal(0)) if known else None), len(steps) - len(known)
 
+    # -- models, re-runs and compare runs ---------------------------------------------------------------------
+
+    def _model_label(self, config: ProfileConfig | None) -> str | None:
+        """``provider · model`` with the price per million tokens when the catalog knows it."""
+        if config is None or not config.model:
+            return None
+        entry = self.catalog.entry_for(config.id, config.model)
+        if entry is None:
+            return f"{config.name} · {config.model}"
+        return f"{entry.label} · {entry.price_text} per M · context {entry.context_text}"
+
+    def _current_model(self) -> tuple[str, str] | None:
+        config = self.services.settings.active()
+        return (config.id, config.model) if config is not None and config.model else None
+
+    def _open_picker(self, title: str, chosen: Callable[[ModelEntry], None]) -> ModelPicker:
+        """Open the model picker (one at a time) on the current model; ``chosen`` gets the pick."""
+        if self.model_picker is not None and shiboken6.isValid(self.model_picker):
+            self.model_picker.close()
+        picker = ModelPicker(self.catalog, self._current_model(), title, self)
+        picker.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        picker.chosen.connect(chosen)
+        self.model_picker = picker
+        picker.open()
+        picker.filter.setFocus()
+        return picker
+
+    def choose_model(self) -> None:
+        """Ctrl+M: pick the provider and model of the next request."""
+        self._open_picker("Choose Model", self.use_model)
+
+    def _apply_model(self, entry: ModelEntry) -> bool:
+        """Make ``entry`` the active profile and its model (saved in the settings); ``False`` if it is gone."""
+        settings = self.services.settings
+        config = settings.profile(entry.profile_id)
+        if config is None:
+            return False
+        settings.update_profile(dataclasses.replace(config, model=entry.model))
+        settings.active_profile = config.id
+        self._save_settings()
+        self._update_status()
+        return True
+
+    def use_model(self, entry: ModelEntry) -> None:
+        """Use ``entry`` for the next request of the session (and new sessions). An unfinished operation of the
+        open session started on another model cannot be recovered on this one (the recovery planner refuses a
+        changed configuration): say so, with the two ways forward."""
+        previous = self._current_model()
+        if not self._apply_model(entry):
+            return
+        session = self.controller.session
+        recorded = recovery_conflict(session.store.state, entry.model) if session is not None else None
+        if recorded is not None and session is not None and not session.read_only:
+            back = self.catalog.entry_for(previous[0], recorded) if previous is not None else None
+            revert: Action | None = (f"Switch back to {recorded}", lambda: self.use_model(back)) if back else None
+            self.show_banner(
+                f"This session has an unfinished operation started on {recorded}. Recovering it needs the same "
+                f"configuration, so it cannot continue on {entry.model}: switch back to {recorded} and Recover it, "
+                f"or abort it; then the next request uses {entry.model}.",
+                "Abort Unfinished Operation",
+                self.controller.abandon,
+                more=revert,
+            )
+        elif self.controller.busy:
+            self.statusBar().showMessage(
+                f"The running operation finishes on its model; the next request uses {entry.label}.", 10000
+            )
+        else:
+            self.statusBar().showMessage(f"The next request uses {entry.label}.", 5000)
+
+    def rerun(self, item: UserItem) -> None:
+        """ "Re-run on…" a prompt: pick a model, fork the session before that prompt and run it there."""
+        session = self.controller.session
+        if session is None:
+            return
+        if self.controller.busy:
+            self.show_banner("Stop the running operation before re-running a prompt.")
+            return
+        origin = session.store.path
+        self._open_picker("Re-run on…", lambda entry: self._spawn(self._rerun(origin, item, entry)))
+
+    async def _rerun(self, origin: Path, item: UserItem, entry: ModelEntry) -> None:
+        config = self.services.settings.profile(entry.profile_id)
+        if config is None or self.controller.busy:
+            return
+        try:
+            provider = config.provider_profile().id
+            store, prompt = await asyncio.to_thread(
+                fork_before, origin, item.entry_id, model=entry.model, provider=provider
+            )
+        except (TinyAgentError, OSError) as error:
+            self.show_banner(self.with_log_hint(f"The prompt could not be re-run: {error}"))
+            return
+        store.close()
+        self._apply_model(entry)
+        self.controller.open(store.path)
+        if self.controller.session is not None and self.controller.session.store.path == store.path:
+            self.controller.submit(prompt)
+            self.statusBar().showMessage(f"Re-running the prompt on {entry.label} in a new session.", 8000)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def show_compare(self) -> None:
+        """Show the compare view; a new compare starts with the composer's text and the current model."""
+        view = self.compare_view
+        if not view.running and view.run is None and not view.prompt.toPlainText():
+            view.prompt.setPlainText(self.composer.text())
+            current = self._current_model()
+            entry = self.catalog.entry_for(*current) if current is not None else None
+            if entry is not None:
+                view.add_model(entry)
+        self.pages.setCurrentWidget(view)
+        view.prompt.setFocus()
+
+    def _add_compare_model(self) -> None:
+        self._open_picker("Add a Model to Compare", self.compare_view.add_model)
+
+    def _open_compared_session(self, path: Path) -> None:
+        self.controller.open(path)
+        if self.controller.session is not None and self.controller.session.store.path == path:
+            self.show_sessions()
+
+    def _compare_workspace(self) -> Path:
+        session = self.controller.session
+        return session.workspace if session is not None else self.workspace()
+
+    def _start_compare(
+        self, prompt: str, entries: list[ModelEntry], allowed: list[str], on_change: Callable[[int], None]
+    ) -> CompareRun | None:
+        """A compare run of ``prompt`` on ``entries`` in copies of the open session's workspace (else the current
+        one), in the data folder; ``None`` (and a banner) when a model's provider cannot be used."""
+        settings = self.services.settings
+        contenders = []
+        for entry in entries:
+            config = settings.profile(entry.profile_id)
+            try:
+                if config is None:
+                    raise SettingsError(f"The provider of {entry.label} is no longer configured.")
+                contenders.append(Contender(config.provider_profile(), entry.model, self.services.keys.key_for(config)))
+            except (SettingsError, SecretStoreError) as error:
+                self.show_banner(str(error))
+                return None
+        workspace = self._compare_workspace()
+        workspace.mkdir(parents=True, exist_ok=True)
+        return CompareRun(
+            workspace,
+            prompt,
+            contenders,
+            folder=data_dir() / COMPARE_FOLDER_NAME,
+            client=self.services.client,
+            allowed=allowed,
+            tool_settings=self.services.tool_settings,
+            ledger=self.services.ledger,
+            price_overrides=self._price_overrides(),
+            max_steps=settings.max_steps or DEFAULT_MAX_STEPS,
+            on_change=on_change,
+        )
+
     # -- shutdown ---------------------------------------------------------------------------------------------
 
     def closeEvent(self, event: QCloseEvent) -> None:
         """Stop a running operation (durably), stop the session's background processes and release its lock, then
         close."""
-        if self._shut_down or (self.controller.session is None and not self.controller.busy):
+        idle = self.controller.session is None and not self.controller.busy and not self.compare_view.running
+        if self._shut_down or idle:
+            self.catalog.close()
             super().closeEvent(event)
             return
         event.ignore()
@@ -783,6 +991,9 @@ class MainWindow(QMainWindow):
             self._closing = asyncio.ensure_future(self._shutdown())
 
     async def _shutdown(self) -> None:
+        if self.compare_view.running:
+            self.compare_view.cancel()
+            await self.compare_view.wait()
         if self.controller.busy:
             self.controller.cancel()
             await self.controller.wait_idle()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -17,10 +18,13 @@ from PySide6.QtWidgets import QApplication, QPushButton, QWidget
 from pytestqt.qtbot import QtBot
 
 from tests.core.agent.conftest import text_reply, tool_reply
-from tests.loopback import LoopbackServer, Reply, sse_events
+from tests.loopback import LoopbackServer, RecordedRequest, Reply, sse_events
+from tiny_agent_core.fork import read_origin
 from tiny_agent_core.ledger import connect, get_session
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.secrets import KeyStore
+from tiny_agent_core.session import facts, reduce_session
+from tiny_agent_core.session.store import SessionStore
 from tiny_agent_core.settings import AppSettings, ProfileConfig
 from tiny_agent_core.timeline import CONTINUE_PROMPT, AssistantItem, ToolItem, UserItem
 from tiny_agent_core.tools.approval import ToolSettings
@@ -504,3 +508,211 @@ async def test_a_waterfall_row_selects_its_item_in_the_transcript(window: MainWi
     window.inspector.row_requested.emit(row)
     assert window.transcript.currentIndex().row() == row
     await asyncio.sleep(0.1)  # the selection's deferred work (scrolling, the inspector) runs while the loop does
+
+
+# -- issue 12: the model picker, Re-run on…, compare runs ------------------------------------------------------
+
+
+def _route(server: LoopbackServer, *chat: Reply) -> list[Reply]:
+    """Serve a model list on GET …/models and the queued ``chat`` replies on POST …/chat/completions (the picker
+    asks for models and context windows while runs go on); other paths get 404."""
+    replies = list(chat)
+    models = {"data": [{"id": "test-model"}, {"id": "other-model", "context_length": 32768}]}
+
+    def handler(request: RecordedRequest) -> Reply:
+        if request.path.endswith("/chat/completions"):
+            return replies.pop(0) if replies else Reply.error(500, {"error": {"message": "no reply queued"}})
+        if request.method == "GET" and request.path.endswith("/models"):
+            return Reply.json(models)
+        return Reply.error(404, {"error": {"message": "not here"}})
+
+    server.handler = handler
+    return replies
+
+
+def _chat_models(server: LoopbackServer) -> list[str]:
+    return [r.json()["model"] for r in server.requests if r.path.endswith("/chat/completions")]
+
+
+async def _pick(window: MainWindow, text: str, qtbot: QtBot) -> None:
+    picker = window.model_picker
+    assert picker is not None
+    await _until(lambda: not window.catalog.loading)
+    qtbot.keyClicks(picker.filter, text)
+    assert picker.selected() is not None
+    qtbot.keyClick(picker.filter, Qt.Key.Key_Return)
+
+
+async def test_the_model_picker_sends_the_next_request_to_the_chosen_model(
+    window: MainWindow, server: LoopbackServer, qtbot: QtBot
+) -> None:
+    _route(server, text_reply("from test-model"), text_reply("from other-model"))
+    window.composer.submitted.emit("first")
+    await _until(lambda: window.timeline is not None and not window.controller.busy and len(_items(window)) >= 2)
+    await window.controller.wait_idle()
+    assert "Loopback · test-model" in window.composer.model_button.text()
+
+    window.choose_model_action.trigger()  # Ctrl+M
+    picker = window.model_picker
+    assert picker is not None
+    assert picker.isVisible()
+    await _pick(window, "other", qtbot)
+    assert not picker.isVisible()
+    assert window.services.settings.active().model == "other-model"  # type: ignore[union-attr]
+    assert "other-model" in window.composer.model_button.text()
+    assert "local — no API charge" in window.composer.model_button.text()
+
+    window.composer.submitted.emit("second")
+    await _until(lambda: not window.controller.busy and isinstance(_items(window)[-1], AssistantItem))
+    await window.controller.wait_idle()
+    assert _chat_models(server) == ["test-model", "other-model"]
+    session = window.controller.session
+    assert session is not None
+    step = session.store.state.index.attempts
+    assert [a.configuration_snapshot["model"] for a in step.values()] == ["test-model", "other-model"]
+
+
+async def test_the_picker_lists_price_and_context_and_filters(window: MainWindow, server: LoopbackServer) -> None:
+    _route(server)
+    window.choose_model()
+    picker = window.model_picker
+    assert picker is not None
+    await _until(lambda: not window.catalog.loading)
+    table = picker.table_model
+    rows = {table.index(r, 0).data(): (table.index(r, 1).data(), table.index(r, 2).data()) for r in range(2)}
+    assert rows["Loopback · test-model"][0] == "local — no API charge"
+    assert table.rowCount() == 2
+    picker.filter.setText("zzz")
+    assert table.rowCount() == 0
+    assert not picker.ok_button.isEnabled()
+    picker.reject()
+
+
+async def test_a_model_switch_the_planner_would_refuse_is_explained(window: MainWindow, server: LoopbackServer) -> None:
+    _route(server)
+    workspace = Path(window.services.settings.workspaces[0])
+    with SessionStore.create(workspace, model="test-model", provider="custom") as store:  # left open by a "crash"
+        user, operation = facts.new_id(), facts.new_id()
+        store.append(
+            [
+                facts.user_entry("interrupted prompt", entry_id=user),
+                facts.run_started(operation_id=operation, input_entry_id=user),
+            ]
+        )
+        snapshot = facts.configuration_snapshot(
+            model="test-model", system_prompt_digest=facts.system_prompt_digest("s")
+        )
+        store.append(
+            facts.step_attempt(
+                operation_id=operation,
+                step_id=facts.new_id(),
+                attempt_id=facts.new_id(),
+                context_through_entry_id=user,
+                configuration_snapshot=snapshot,
+            )
+        )
+    window.controller.open(store.path)
+    await window.controller.wait_idle()
+    window.choose_model()
+    await _until(lambda: not window.catalog.loading)
+    other = window.catalog.entry_for("local", "other-model")
+    assert other is not None
+    window.model_picker.reject()  # type: ignore[union-attr]
+    window.use_model(other)
+    text = window.banner_text.text()
+    assert "unfinished operation started on test-model" in text
+    assert "cannot continue on other-model" in text
+    assert window.banner_action.text() == "Abort Unfinished Operation"
+    assert window.banner_action_2.text() == "Switch back to test-model"
+    window.banner_action_2.click()
+    assert window.services.settings.active().model == "test-model"  # type: ignore[union-attr]
+
+
+async def test_rerun_on_another_model_forks_the_session_before_the_prompt(
+    window: MainWindow, server: LoopbackServer, qtbot: QtBot
+) -> None:
+    _route(server, text_reply("one"), text_reply("two"), text_reply("again, on other-model"))
+    window.composer.submitted.emit("first prompt")
+    await _until(lambda: window.timeline is not None and not window.controller.busy and len(_items(window)) >= 2)
+    await window.controller.wait_idle()
+    window.composer.submitted.emit("second prompt")
+    await _until(lambda: not window.controller.busy and len(_items(window)) >= 4)
+    await window.controller.wait_idle()
+    origin = window.controller.session
+    assert origin is not None
+    origin_bytes = origin.store.path.read_bytes()
+    second = [item for item in _items(window) if isinstance(item, UserItem)][1]
+    menu = window.transcript.message_menu(second)
+    assert "&Re-run on…" in [action.text() for action in menu.actions()]
+
+    window.transcript.rerun_requested.emit(second)
+    await _pick(window, "other", qtbot)
+    await _until(
+        lambda: window.controller.session is not None and window.controller.session.store.path != origin.store.path
+    )
+    await _until(lambda: not window.controller.busy and isinstance(_items(window)[-1], AssistantItem))
+    await window.controller.wait_idle()
+
+    fork = window.controller.session
+    assert fork is not None
+    state = reduce_session(fork.store.path.read_bytes())
+    assert state.header.model == "other-model"
+    assert [m["content"] for m in state.transcript] == ["first prompt", "one", "second prompt", "again, on other-model"]
+    assert origin.store.path.read_bytes() == origin_bytes  # the origin is only read
+    link = read_origin(fork.store.path)
+    assert link is not None
+    assert link.origin_session_id == origin.store.session_id
+    assert _chat_models(server)[-1] == "other-model"
+
+
+async def test_a_compare_run_of_two_models_shows_both_rows(
+    window: MainWindow, server: LoopbackServer, tmp_path: Path
+) -> None:
+    workspace = Path(window.services.settings.workspaces[0])
+    (workspace / "greet.py").write_text("print('hi')\n")
+
+    def edit(new: str) -> Reply:
+        return tool_reply(
+            ("e1", "edit", json.dumps({"path": "greet.py", "edits": [{"oldText": "hi", "newText": new}]}))
+        )
+
+    with LoopbackServer() as second:
+        _route(server, edit("hello"), text_reply("hello done"))
+        _route(second, edit("hey"), text_reply("hey done"))
+        settings = window.services.settings
+        settings.add_profile(replace(ProfileConfig.custom("second", second.base_url, name="Second"), model="model-b"))
+        window.composer.editor.setPlainText("make it friendlier")
+        window.show_compare_action.trigger()  # Ctrl+3
+        view = window.compare_view
+        assert window.pages.currentWidget() is view
+        assert view.prompt.toPlainText() == "make it friendlier"
+        entry = window.catalog.entry_for("second", "model-b")
+        assert entry is not None
+        view.add_model(entry)
+        assert view.start_button.isEnabled()
+        view.start_button.click()
+        assert view.running
+        assert window.stop_action.isEnabled()
+        await view.wait()
+        await _until(lambda: not view.running)
+
+    table = view.table_model
+    assert table.rowCount() == 2
+    rows = [[table.index(r, c).data() for c in range(table.columnCount())] for r in range(2)]
+    assert [row[0] for row in rows] == ["Loopback · test-model", "Second · model-b"]
+    assert [row[1] for row in rows] == ["completed", "completed"]
+    assert [row[3] for row in rows] == ["2", "2"]
+    assert [row[4] for row in rows] == ["1: ok 1", "1: ok 1"]
+    assert [row[5] for row in rows] == ["in 30 · out 7", "in 30 · out 7"]
+    assert [row[6] for row in rows] == ["local — no API charge", "local — no API charge"]
+    assert [row[7] for row in rows] == ["1 (+1 −1)", "1 (+1 −1)"]
+    assert (workspace / "greet.py").read_text() == "print('hi')\n"  # the original is untouched
+    view.table.setCurrentIndex(table.index(1, 0))
+    assert "+print('hey')" in view.diff.toPlainText()
+    assert view.open_button.isEnabled()
+    view.open_button.click()
+    session = window.controller.session
+    assert session is not None
+    assert session.store.state.header.model == "model-b"
+    assert window.pages.currentWidget() is window.splitter
+    await asyncio.sleep(0.1)  # the finished agents' stream generators are finalised while the loop runs

@@ -1,10 +1,13 @@
-"""The composer under the transcript: type a prompt, Enter sends, Shift+Enter breaks the line, Esc cancels."""
+"""The composer under the transcript: the model of the next request above it (Ctrl+M changes it); type a prompt,
+Enter sends, Shift+Enter breaks the line, Esc cancels."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import QSize, Qt, Signal, Slot
 from PySide6.QtGui import QKeyEvent
-from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
+
+from tiny_agent_gui.model_picker import ModelButton
 
 
 class PromptEdit(QPlainTextEdit):
@@ -38,16 +41,19 @@ class PromptEdit(QPlainTextEdit):
 
 
 class Composer(QWidget):
-    """Prompt editor plus a Send/Stop button.
+    """Prompt editor plus a Send/Stop button, under the model of the next request.
 
     ``submitted(text)`` fires on Enter or Send with non-blank text while idle (the editor is then cleared);
-    ``cancel_requested`` fires on Esc or Stop. :meth:`set_busy` switches the button between Send and Stop.
+    ``cancel_requested`` fires on Esc or Stop; ``model_requested`` when the model button is clicked. :meth:`set_busy`
+    switches the button between Send and Stop.
     """
 
     submitted = Signal(str)
     """The prompt to send."""
     cancel_requested = Signal()
     """The user asked to stop the running operation (Esc or Stop)."""
+    model_requested = Signal()
+    """The user wants to choose the model of the next request (the model button)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         """An empty, idle composer."""
@@ -69,10 +75,17 @@ class Composer(QWidget):
         self.button.setAccessibleName("Send")
         self.button.setToolTip("Send (Enter)")
         self.button.clicked.connect(self._button_clicked)
-        layout = QHBoxLayout(self)
+        self.model_button = ModelButton(self)
+        """The provider · model of the next request; opens the model picker."""
+        self.model_button.clicked.connect(self.model_requested)
+        row = QHBoxLayout()
+        row.addWidget(self.editor, 1)
+        row.addWidget(self.button, 0, Qt.AlignmentFlag.AlignBottom)
+        layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.editor, 1)
-        layout.addWidget(self.button, 0, Qt.AlignmentFlag.AlignBottom)
+        layout.setSpacing(2)
+        layout.addWidget(self.model_button, 0, Qt.AlignmentFlag.AlignLeft)
+        layout.addLayout(row)
 
     def is_busy(self) -> bool:
         """Whether an operation runs (the button says Stop)."""

@@ -443,6 +443,8 @@ class TranscriptView(QListView):
     """The current row's item (a timeline item or a ``StreamingItem``)."""
     retry_requested = Signal(object)
     """The :class:`~tiny_agent_core.timeline.NoticeItem` of a failed operation to retry."""
+    rerun_requested = Signal(object)
+    """The :class:`~tiny_agent_core.timeline.UserItem` to run again on another model (a fork before it)."""
 
     def __init__(self, model: TranscriptModel | None = None, parent: QWidget | None = None) -> None:
         """A view of ``model`` (a new empty :class:`TranscriptModel` if none)."""
@@ -605,12 +607,16 @@ class TranscriptView(QListView):
         return menu
 
     def message_menu(self, item: TimelineItem | StreamingItem) -> QMenu:
-        """The actions of a message: copy its text (Markdown as written) and, for an answer, its code blocks."""
+        """The actions of a message: copy its text (Markdown as written); for a prompt, re-run it on another model;
+        for an answer, copy its code blocks."""
         menu = QMenu(self)
         menu.setAccessibleName("Message actions")
         clipboard = QGuiApplication.clipboard()
         text = item_text(item)
         menu.addAction("&Copy Text", lambda: clipboard.setText(text))
+        if isinstance(item, UserItem):
+            rerun = menu.addAction("&Re-run on…", lambda: self.rerun_requested.emit(item))
+            rerun.setStatusTip("Run this prompt again on another model, in a new session forked before it")
         if isinstance(item, AssistantItem | StreamingItem):
             blocks = code_blocks(item.text)
             copy_code = menu.addAction(

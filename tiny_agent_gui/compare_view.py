@@ -1,0 +1,335 @@
+"""The compare view (Ctrl+3): one task on 2–4 models at once, each in its own copy of the workspace, side by side.
+
+The view adapts a :class:`~tiny_agent_core.compare.CompareRun` (which does the work) into a table that updates as
+the runs stream — outcome, wall time, model requests, tool calls by outcome, tokens, cost (unknown shown as
+unknown) and files changed — and shows the selected run's diff against the starting tree. Esc (the window's Stop)
+cancels every run; each run is a normal session that "Open Session" opens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QModelIndex, QObject, QPersistentModelIndex, Qt, Signal
+from PySide6.QtGui import QFontDatabase
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QPlainTextEdit,
+    QPushButton,
+    QSplitter,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from tiny_agent_core.compare import MAX_CONTENDERS, MIN_CONTENDERS, CompareRun, RunReport
+from tiny_agent_core.model_catalog import ModelEntry
+from tiny_agent_core.trace import duration_text
+from tiny_agent_core.worktrees import changes_diff
+from tiny_agent_gui.column_model import ColumnModel
+
+_log = logging.getLogger(__name__)
+
+ModelIndex = QModelIndex | QPersistentModelIndex
+COLUMNS = ("Model", "Outcome", "Time", "Requests", "Tool calls", "Tokens", "Cost", "Files changed")
+TOOLS = ("read", "write", "edit", "bash")
+"""Tools a compare run may offer; the checked ones run without asking (in the run's copy), others are denied."""
+StartRun = Callable[[str, list[ModelEntry], list[str], Callable[[int], None]], CompareRun | None]
+"""``start(prompt, models, allowed tools, on_change)`` → the run (or ``None`` with the reason shown elsewhere)."""
+
+
+def _tokens(report: RunReport) -> str:
+    usage = report.usage
+    if usage is None:
+        return "unknown" if report.requests else "—"
+    text = f"in {usage.input:,} · out {usage.output:,}"
+    if usage.cache_read or usage.cache_write:
+        text += f" · cache {usage.cache_read:,}/{usage.cache_write:,}"
+    return text + (f" + {report.unknown_usage} unknown" if report.unknown_usage else "")
+
+
+def _cost(report: RunReport) -> str:
+    if report.cost is None:
+        return "unknown" if report.requests else "—"
+    if report.cost_sources == {"local"} and not report.unknown_cost:
+        return "local — no API charge"
+    sources = ", ".join(sorted(report.cost_sources))
+    text = f"${report.cost:.4f}" + (f" ({sources})" if sources else "")
+    return text + (f" + {report.unknown_cost} unknown" if report.unknown_cost else "")
+
+
+def _tool_calls(report: RunReport) -> str:
+    if not report.tools:
+        return "0"
+    parts = ", ".join(f"{kind} {count}" for kind, count in sorted(report.tools.items()))
+    return f"{report.tool_calls}: {parts}"
+
+
+def _files(report: RunReport) -> str:
+    if report.status in ("preparing", "running"):
+        return "…"
+    added = sum(change.added for change in report.changes)
+    removed = sum(change.removed for change in report.changes)
+    return f"{len(report.changes)} (+{added} −{removed})" if report.changes else "none"
+
+
+def _outcome(report: RunReport) -> str:
+    return report.status if report.error is None else f"{report.status}: {report.error}"
+
+
+class CompareTable(ColumnModel):
+    """One row per run of the current compare; keeps no copy of the reports."""
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(COLUMNS, parent)
+        self._run: CompareRun | None = None
+
+    def set_run(self, run: CompareRun | None) -> None:
+        """Show ``run``'s reports."""
+        self.beginResetModel()
+        self._run = run
+        self.endResetModel()
+
+    def report(self, row: int) -> RunReport | None:
+        """The report shown in ``row``."""
+        reports = self._run.reports if self._run is not None else []
+        return reports[row] if 0 <= row < len(reports) else None
+
+    def row_changed(self, row: int) -> None:
+        """Repaint ``row`` (its run moved on)."""
+        self.dataChanged.emit(self.index(row, 0), self.index(row, len(COLUMNS) - 1))
+
+    def row_count(self) -> int:
+        """Rows shown."""
+        return len(self._run.reports) if self._run is not None else 0
+
+    def data(self, index: ModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        """The run's figures as text (full text in the tooltip)."""
+        report = self.report(index.row()) if index.isValid() else None
+        if report is None or role not in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
+            return None
+        texts = (
+            report.contender.label,
+            _outcome(report),
+            duration_text(round(report.wall_ms)) if report.wall_ms is not None else "—",
+            str(report.requests),
+            _tool_calls(report),
+            _tokens(report),
+            _cost(report),
+            _files(report),
+        )
+        return texts[index.column()]
+
+
+class CompareView(QWidget):
+    """Set up a compare (prompt, 2–4 models, tools allowed without asking), run it, and read the results."""
+
+    session_requested = Signal(object)
+    """The :class:`~pathlib.Path` of a run's session file to open."""
+    add_model_requested = Signal()
+    """The user wants to add a model (the window opens the picker and calls :meth:`add_model`)."""
+    running_changed = Signal(bool)
+
+    def __init__(self, start: StartRun, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setAccessibleName("Compare")
+        self._start = start
+        self._run: CompareRun | None = None
+        self._task: asyncio.Task[list[RunReport]] | None = None
+        self._models: list[ModelEntry] = []
+
+        intro = QLabel(
+            "Run one task on 2–4 models at once. Each run works in its own copy of the workspace (a git worktree, "
+            "or a copy in the data folder), so the workspace itself is not changed; each is a normal session."
+        )
+        intro.setWordWrap(True)
+        self.prompt = QPlainTextEdit()
+        self.prompt.setAccessibleName("Compare prompt")
+        self.prompt.setPlaceholderText("The task every model gets")
+        self.prompt.setTabChangesFocus(True)
+        self.prompt.setMaximumHeight(self.prompt.fontMetrics().lineSpacing() * 4 + 12)
+        self.models = QListWidget()
+        self.models.setAccessibleName("Models to compare")
+        self.models.setMaximumHeight(self.models.fontMetrics().lineSpacing() * 4 + 12)
+        self.add_button = QPushButton("&Add Model…")
+        self.add_button.clicked.connect(self.add_model_requested)
+        self.remove_button = QPushButton("&Remove")
+        self.remove_button.clicked.connect(self._remove_model)
+        self.tool_boxes = {name: QCheckBox(name) for name in TOOLS}
+        for name in ("read", "write", "edit"):
+            self.tool_boxes[name].setChecked(True)
+        self.start_button = QPushButton("&Start Compare")
+        self.start_button.clicked.connect(self.start)
+        self.stop_button = QPushButton("Stop (Esc)")
+        self.stop_button.clicked.connect(self.cancel)
+
+        model_buttons = QVBoxLayout()
+        model_buttons.addWidget(self.add_button)
+        model_buttons.addWidget(self.remove_button)
+        model_buttons.addStretch(1)
+        models_row = QHBoxLayout()
+        models_row.addWidget(self.models, 1)
+        models_row.addLayout(model_buttons)
+        controls = QHBoxLayout()
+        controls.addWidget(QLabel("Run without asking:"))
+        for box in self.tool_boxes.values():
+            controls.addWidget(box)
+        controls.addStretch(1)
+        controls.addWidget(self.start_button)
+        controls.addWidget(self.stop_button)
+
+        self.table_model = CompareTable(self)
+        self.table = QTableView()
+        self.table.setAccessibleName("Compared runs")
+        self.table.setModel(self.table_model)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.verticalHeader().hide()
+        self.table.setWordWrap(False)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(True)
+        self.table.selectionModel().currentRowChanged.connect(lambda current, _previous: self._show_diff())
+        self.table.doubleClicked.connect(lambda _index: self._open_session())
+        self.diff = QPlainTextEdit()
+        self.diff.setAccessibleName("Changes of the selected run")
+        self.diff.setReadOnly(True)
+        self.diff.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.diff.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self.diff.setPlaceholderText("Select a run to see the changes it made to its copy")
+        self.open_button = QPushButton("&Open Session")
+        self.open_button.clicked.connect(self._open_session)
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+        self.status.setAccessibleName("Compare status")
+
+        results = QSplitter(Qt.Orientation.Vertical)
+        results.addWidget(self.table)
+        results.addWidget(self.diff)
+        results.setStretchFactor(0, 1)
+        results.setStretchFactor(1, 2)
+        footer = QHBoxLayout()
+        footer.addWidget(self.status, 1)
+        footer.addWidget(self.open_button)
+        layout = QVBoxLayout(self)
+        layout.addWidget(intro)
+        layout.addWidget(self.prompt)
+        layout.addLayout(models_row)
+        layout.addLayout(controls)
+        layout.addWidget(results, 1)
+        layout.addLayout(footer)
+        self._update_controls()
+
+    @property
+    def running(self) -> bool:
+        """True while a compare runs."""
+        return self._task is not None and not self._task.done()
+
+    @property
+    def run(self) -> CompareRun | None:
+        """The current (or last) compare run."""
+        return self._run
+
+    def add_model(self, entry: ModelEntry) -> None:
+        """Add ``entry`` to the models to compare (at most four, no duplicates)."""
+        if len(self._models) >= MAX_CONTENDERS or any(
+            (m.profile_id, m.model) == (entry.profile_id, entry.model) for m in self._models
+        ):
+            return
+        self._models.append(entry)
+        item = QListWidgetItem(f"{entry.label} — {entry.price_text} per M tokens")
+        item.setToolTip(entry.rates.detail)
+        self.models.addItem(item)
+        self._update_controls()
+
+    def start(self) -> None:
+        """Start the compare with the prompt, models and tools chosen."""
+        prompt = self.prompt.toPlainText()
+        if self.running or not prompt.strip() or not MIN_CONTENDERS <= len(self._models) <= MAX_CONTENDERS:
+            return
+        allowed = [name for name, box in self.tool_boxes.items() if box.isChecked()]
+        run = self._start(prompt, list(self._models), allowed, self.table_model.row_changed)
+        if run is None:
+            return
+        self._run = run
+        self.table_model.set_run(run)
+        self.table.setCurrentIndex(self.table_model.index(0, 0))
+        self.status.setText(f"Running {len(run.reports)} models; copies in {run.folder}. Esc stops them all.")
+        self._task = asyncio.ensure_future(run.run())
+        self._task.add_done_callback(self._finished)
+        self._update_controls()
+        self.running_changed.emit(True)
+
+    def cancel(self) -> None:
+        """Stop every run of the compare (Esc)."""
+        if self._run is not None and self.running:
+            self._run.cancel()
+            self.status.setText("Stopping every run…")
+
+    async def wait(self) -> None:
+        """Wait until the compare ends (tests, shutdown)."""
+        if self._task is not None:
+            await asyncio.shield(self._task)
+
+    def _finished(self, task: asyncio.Task[list[RunReport]]) -> None:
+        if task.cancelled() or task.exception() is not None:
+            _log.warning("compare run failed: %r", None if task.cancelled() else task.exception())
+        reports = self._run.reports if self._run is not None else []
+        done = sum(1 for report in reports if report.status == "completed")
+        self.status.setText(f"{done} of {len(reports)} runs completed. Double-click a run to open its session.")
+        for row in range(len(reports)):
+            self.table_model.row_changed(row)
+        self._show_diff()
+        self._update_controls()
+        self.running_changed.emit(False)
+
+    def _remove_model(self) -> None:
+        row = self.models.currentRow()
+        if 0 <= row < len(self._models) and not self.running:
+            del self._models[row]
+            self.models.takeItem(row)
+        self._update_controls()
+
+    def _selected(self) -> RunReport | None:
+        return self.table_model.report(self.table.currentIndex().row())
+
+    def _show_diff(self) -> None:
+        report = self._selected()
+        if report is None:
+            self.diff.clear()
+            return
+        if report.status in ("preparing", "running"):
+            self.diff.setPlainText("The changes are shown when this run ends.")
+        else:
+            skipped = "".join(f"not copied: {item}\n" for item in (report.copy.skipped if report.copy else ()))
+            self.diff.setPlainText(skipped + (changes_diff(report.changes) or "No files changed."))
+        self.open_button.setEnabled(report.session_path is not None and not self.running)
+
+    def _open_session(self) -> None:
+        report = self._selected()
+        if report is not None and report.session_path is not None and not self.running:
+            self.session_requested.emit(Path(report.session_path))
+
+    def _update_controls(self) -> None:
+        running = self.running
+        count = len(self._models)
+        self.add_button.setEnabled(not running and count < MAX_CONTENDERS)
+        self.remove_button.setEnabled(not running and count > 0)
+        self.start_button.setEnabled(not running and MIN_CONTENDERS <= count <= MAX_CONTENDERS)
+        self.stop_button.setEnabled(running)
+        self.open_button.setEnabled(not running and self._selected() is not None)
+        self.prompt.setReadOnly(running)
+        for box in self.tool_boxes.values():
+            box.setEnabled(not running)
+        if not running and self._run is None:
+            self.status.setText(f"Add {MIN_CONTENDERS}–{MAX_CONTENDERS} models and a prompt, then Start Compare.")
