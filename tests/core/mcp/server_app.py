@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 
 import anyio
@@ -51,6 +52,12 @@ def env(name: str) -> str:
 def pid() -> int:
     """The server's process id."""
     return os.getpid()
+
+
+@server.tool()
+def spawn() -> int:
+    """Start a long sleep that outlives this call (a grandchild of the client); its process id."""
+    return subprocess.Popen(["sleep", "60"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL).pid
 
 
 @server.tool()

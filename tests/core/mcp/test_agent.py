@@ -75,7 +75,7 @@ async def test_an_allowed_mcp_call_is_answered_in_the_run(
     offered = [tool["function"]["name"] for tool in server.requests[0].json()["tools"]]
     assert offered[0] == "read"
     assert echo in offered
-    assert len(offered) == 1 + 7
+    assert len(offered) == 1 + 8
     assert harness.request_messages(1)[-1] == {
         "role": "tool",
         "content": 'from the model\n\n{"result": "from the model"}',

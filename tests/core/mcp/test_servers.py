@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import sys
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
@@ -27,7 +27,7 @@ from tiny_agent_core.tools.base import Tool
 
 pytestmark = pytest.mark.timeout(60)
 
-REMOTE_TOOLS = {"echo", "fail", "crash", "hang", "env", "pid", "big"}
+REMOTE_TOOLS = {"echo", "fail", "crash", "hang", "env", "pid", "spawn", "big"}
 
 
 def catalog(*specs: ServerSpec) -> Catalog:
@@ -139,13 +139,23 @@ async def test_cancelling_the_task_ends_a_call_promptly() -> None:
         assert time.monotonic() - started < 1
 
 
-async def test_closing_kills_the_stdio_server() -> None:
+def running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie waiting for a parent that does not reap it is not)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+async def test_closing_kills_the_stdio_server_and_what_it_started() -> None:
     async with McpServers.connect(catalog(stdio_server()), ["t"]) as servers:
-        outcome = await tool(servers, "pid").execute({})
-        pid = int(outcome.content.split("\n\n")[0])
-        os.kill(pid, 0)  # alive
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)
+        server_pid = int((await tool(servers, "pid").execute({})).content.split("\n\n")[0])
+        sleep_pid = int((await tool(servers, "spawn").execute({})).content.split("\n\n")[0])
+        assert running(server_pid)
+        assert running(sleep_pid)
+    assert not running(server_pid)
+    assert not running(sleep_pid)  # the server's whole process group is ended, not only the server
 
 
 async def test_a_server_that_cannot_start_is_a_typed_error() -> None:
