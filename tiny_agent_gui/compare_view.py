@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 )
 
 from tiny_agent_core.compare import MAX_CONTENDERS, MIN_CONTENDERS, CompareRun, RunReport
+from tiny_agent_core.ledger.costs import cost_text
 from tiny_agent_core.model_catalog import ModelEntry
 from tiny_agent_core.trace import duration_text
 from tiny_agent_core.worktrees import changes_diff
@@ -58,14 +59,22 @@ def _tokens(report: RunReport) -> str:
     return text + (f" + {report.unknown_usage} unknown" if report.unknown_usage else "")
 
 
+_SOURCES = {
+    "provider": "provider's figure",
+    "price_table": "price table",
+    "override": "your price",
+    "local": "local",
+    "not_billed": "not billed",
+}
+
+
 def _cost(report: RunReport) -> str:
     if report.cost is None:
         return "unknown" if report.requests else "—"
     if report.cost_sources == {"local"} and not report.unknown_cost:
         return "local — no API charge"
-    sources = ", ".join(sorted(report.cost_sources))
-    text = f"${report.cost:.4f}" + (f" ({sources})" if sources else "")
-    return text + (f" + {report.unknown_cost} unknown" if report.unknown_cost else "")
+    sources = ", ".join(sorted(_SOURCES.get(source, source) for source in report.cost_sources))
+    return cost_text(report.cost, report.unknown_cost) + (f" ({sources})" if sources else "")
 
 
 def _tool_calls(report: RunReport) -> str:
@@ -83,8 +92,10 @@ def _files(report: RunReport) -> str:
     return f"{len(report.changes)} (+{added} −{removed})" if report.changes else "none"
 
 
-def _outcome(report: RunReport) -> str:
-    return report.status if report.error is None else f"{report.status}: {report.error}"
+def _summary(report: RunReport) -> str:
+    """The run's outcome with its answer or error, for the tooltip and above its diff."""
+    detail = report.error or report.answer
+    return f"{report.contender.label} — {report.status}" + (f": {detail}" if detail else "")
 
 
 class CompareTable(ColumnModel):
@@ -116,11 +127,15 @@ class CompareTable(ColumnModel):
     def data(self, index: ModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         """The run's figures as text (full text in the tooltip)."""
         report = self.report(index.row()) if index.isValid() else None
-        if report is None or role not in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
+        if report is None:
+            return None
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return _summary(report)
+        if role != Qt.ItemDataRole.DisplayRole:
             return None
         texts = (
             report.contender.label,
-            _outcome(report),
+            report.status,
             duration_text(round(report.wall_ms)) if report.wall_ms is not None else "—",
             str(report.requests),
             _tool_calls(report),
@@ -157,7 +172,7 @@ class CompareView(QWidget):
         self.prompt.setAccessibleName("Compare prompt")
         self.prompt.setPlaceholderText("The task every model gets")
         self.prompt.setTabChangesFocus(True)
-        self.prompt.setMaximumHeight(self.prompt.fontMetrics().lineSpacing() * 4 + 12)
+        self.prompt.setMaximumHeight(self.prompt.fontMetrics().lineSpacing() * 3 + 12)
         self.models = QListWidget()
         self.models.setAccessibleName("Models to compare")
         self.models.setMaximumHeight(self.models.fontMetrics().lineSpacing() * 4 + 12)
@@ -199,6 +214,10 @@ class CompareView(QWidget):
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
+        rows = MAX_CONTENDERS + 1  # the header and every run fit without scrolling
+        self.table.setMinimumHeight(
+            rows * self.table.verticalHeader().defaultSectionSize() + 2 * self.table.frameWidth()
+        )
         self.table.selectionModel().currentRowChanged.connect(lambda current, _previous: self._show_diff())
         self.table.doubleClicked.connect(lambda _index: self._open_session())
         self.diff = QPlainTextEdit()
@@ -247,7 +266,8 @@ class CompareView(QWidget):
         ):
             return
         self._models.append(entry)
-        item = QListWidgetItem(f"{entry.label} — {entry.price_text} per M tokens")
+        priced = entry.rates.source not in (None, "local")
+        item = QListWidgetItem(f"{entry.label} — {entry.price_text}" + (" per M tokens" if priced else ""))
         item.setToolTip(entry.rates.detail)
         self.models.addItem(item)
         self._update_controls()
@@ -311,8 +331,10 @@ class CompareView(QWidget):
         if report.status in ("preparing", "running"):
             self.diff.setPlainText("The changes are shown when this run ends.")
         else:
-            skipped = "".join(f"not copied: {item}\n" for item in (report.copy.skipped if report.copy else ()))
-            self.diff.setPlainText(skipped + (changes_diff(report.changes) or "No files changed."))
+            skipped = "".join(f"# not copied: {item}\n" for item in (report.copy.skipped if report.copy else ()))
+            where = f"# in {report.copy.path}\n" if report.copy is not None else ""
+            changes = changes_diff(report.changes) or "No files changed.\n"
+            self.diff.setPlainText(f"# {_summary(report)}\n{where}{skipped}\n{changes}")
         self.open_button.setEnabled(report.session_path is not None and not self.running)
 
     def _open_session(self) -> None:
