@@ -27,8 +27,9 @@ __all__ = ["ModelEntry", "entries_for", "filter_entries", "profile_models", "rec
 
 
 def _money(rate: Decimal) -> str:
-    text = f"{rate:.2f}" if rate >= 1 or rate == 0 else f"{rate:.4f}".rstrip("0")
-    return f"${text}"
+    """``$2.50``, ``$0.60``, ``$0.075`` (cents, or up to four decimals below a dollar)."""
+    whole, _, fraction = (f"{rate:.2f}" if rate >= 1 else f"{rate:.4f}").partition(".")
+    return f"${whole}.{fraction.rstrip('0').ljust(2, '0')}"
 
 
 def _tokens(count: int) -> str:

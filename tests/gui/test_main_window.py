@@ -18,13 +18,13 @@ from PySide6.QtWidgets import QApplication, QPushButton, QWidget
 from pytestqt.qtbot import QtBot
 
 from tests.core.agent.conftest import text_reply, tool_reply
+from tests.core.test_model_catalog import session_left_open
 from tests.loopback import LoopbackServer, RecordedRequest, Reply, sse_events
 from tiny_agent_core.fork import read_origin
 from tiny_agent_core.ledger import connect, get_session
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.secrets import KeyStore
-from tiny_agent_core.session import facts, reduce_session
-from tiny_agent_core.session.store import SessionStore
+from tiny_agent_core.session import reduce_session
 from tiny_agent_core.settings import AppSettings, ProfileConfig
 from tiny_agent_core.timeline import CONTINUE_PROMPT, AssistantItem, ToolItem, UserItem
 from tiny_agent_core.tools.approval import ToolSettings
@@ -591,27 +591,8 @@ async def test_the_picker_lists_price_and_context_and_filters(window: MainWindow
 async def test_a_model_switch_the_planner_would_refuse_is_explained(window: MainWindow, server: LoopbackServer) -> None:
     _route(server)
     workspace = Path(window.services.settings.workspaces[0])
-    with SessionStore.create(workspace, model="test-model", provider="custom") as store:  # left open by a "crash"
-        user, operation = facts.new_id(), facts.new_id()
-        store.append(
-            [
-                facts.user_entry("interrupted prompt", entry_id=user),
-                facts.run_started(operation_id=operation, input_entry_id=user),
-            ]
-        )
-        snapshot = facts.configuration_snapshot(
-            model="test-model", system_prompt_digest=facts.system_prompt_digest("s")
-        )
-        store.append(
-            facts.step_attempt(
-                operation_id=operation,
-                step_id=facts.new_id(),
-                attempt_id=facts.new_id(),
-                context_through_entry_id=user,
-                configuration_snapshot=snapshot,
-            )
-        )
-    window.controller.open(store.path)
+    path = session_left_open(workspace, "test-model")  # as a crash leaves it
+    window.controller.open(path)
     await window.controller.wait_idle()
     window.choose_model()
     await _until(lambda: not window.catalog.loading)
