@@ -21,6 +21,7 @@ from __future__ import annotations
 import codecs
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from tiny_agent_core.errors import SessionCorruption
@@ -65,7 +66,9 @@ def _js_int(text: str) -> int | float:
     return int(text) if len(text) < 4000 else float(text)
 
 
-_decode = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant).decode
+_strict = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant)
+_decode = _strict.decode
+_scan: Callable[[str, int], tuple[Any, int]] = _strict.scan_once  # type: ignore[attr-defined]  # C scanner, untyped
 _decode_long = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant, parse_int=_js_int).decode
 
 
@@ -124,6 +127,19 @@ def strip_bom(first_line: str) -> str:
     return first_line[1:] if first_line.startswith(_BOM) else first_line
 
 
+def _strict_json(source: str) -> Any:
+    """The strict decoder's value of ``source``. A line that is exactly one value (what writers write) goes to
+    the C scanner directly; anything else (surrounding whitespace, trailing garbage) to the whole decoder, whose
+    verdict it is."""
+    try:
+        value, end = _scan(source, 0)
+        if end == len(source):
+            return value
+    except StopIteration:
+        pass
+    return _decode(source)
+
+
 def parse_line(source: str, line: int) -> Any:
     """Parse one physical line (without its LF) as strict JSON; ``SessionCorruption`` on any violation."""
     if not source:
@@ -132,7 +148,7 @@ def parse_line(source: str, line: int) -> Any:
         raise SessionCorruption("CRLF_NOT_ALLOWED", line)
     try:
         try:
-            value = _decode(source)
+            value = _strict_json(source)
         except ValueError as error:
             if isinstance(error, _Malformed | json.JSONDecodeError):
                 raise
