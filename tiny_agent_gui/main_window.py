@@ -824,7 +824,10 @@ class MainWindow(QMainWindow):
         entry = self.catalog.entry_for(config.id, config.model)
         if entry is None:
             return f"{config.name} · {config.model}"
-        return f"{entry.label} · {entry.price_text} per M · context {entry.context_text}"
+        source = entry.rates.source
+        price = "price unknown" if source is None else entry.price_text + ("" if source == "local" else " per M")
+        context = f" · context {entry.context_text}" if entry.context_length is not None else ""
+        return f"{entry.label} · {price}{context}"
 
     def _current_model(self) -> tuple[str, str] | None:
         config = self.services.settings.active()
@@ -968,8 +971,7 @@ class MainWindow(QMainWindow):
             contenders,
             folder=data_dir() / COMPARE_FOLDER_NAME,
             client=self.services.client,
-            allowed=allowed,
-            tool_settings=self.services.tool_settings,
+            allowed=allowed,  # the view's checkboxes are the whole policy: standing permissions do not apply
             ledger=self.services.ledger,
             price_overrides=self._price_overrides(),
             max_steps=settings.max_steps or DEFAULT_MAX_STEPS,

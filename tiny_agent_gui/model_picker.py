@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
-from PySide6.QtCore import QModelIndex, QObject, QPersistentModelIndex, Qt, Signal
+from PySide6.QtCore import QCoreApplication, QModelIndex, QObject, QPersistentModelIndex, Qt, Signal
 from PySide6.QtGui import QFont, QKeyEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -230,9 +230,7 @@ class ModelPicker(QDialog):
         if watched is self.filter and isinstance(event, QKeyEvent) and event.type() == QKeyEvent.Type.KeyPress:
             moves = (Qt.Key.Key_Up, Qt.Key.Key_Down, Qt.Key.Key_PageUp, Qt.Key.Key_PageDown)
             if event.key() in moves:
-                self.table.setFocus()
-                self.table.keyPressEvent(event)
-                self.filter.setFocus()
+                QCoreApplication.sendEvent(self.table, event)
                 return True
         return super().eventFilter(watched, event)
 

@@ -14,6 +14,7 @@ import httpx
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAccessible, QGuiApplication
+from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QPushButton, QWidget
 from pytestqt.qtbot import QtBot
 
@@ -582,6 +583,9 @@ async def test_the_picker_lists_price_and_context_and_filters(window: MainWindow
     rows = {table.index(r, 0).data(): (table.index(r, 1).data(), table.index(r, 2).data()) for r in range(2)}
     assert rows["Loopback · test-model"][0] == "local — no API charge"
     assert table.rowCount() == 2
+    assert picker.selected().model == "test-model"  # type: ignore[union-attr]
+    QTest.keyClick(picker.filter, Qt.Key.Key_Down)  # arrows in the filter move through the list
+    assert picker.selected().model == "other-model"  # type: ignore[union-attr]
     picker.filter.setText("zzz")
     assert table.rowCount() == 0
     assert not picker.ok_button.isEnabled()
@@ -644,6 +648,7 @@ async def test_rerun_on_another_model_forks_the_session_before_the_prompt(
     assert link is not None
     assert link.origin_session_id == origin.store.session_id
     assert _chat_models(server)[-1] == "other-model"
+    await asyncio.sleep(0.1)  # the origin's dropped agent: its stream generators are finalised while the loop runs
 
 
 async def test_a_compare_run_of_two_models_shows_both_rows(
