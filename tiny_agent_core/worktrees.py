@@ -18,11 +18,15 @@ without hooks (``core.hooksPath=/dev/null``) and without prompts.
 
 :func:`workspace_changes` compares a copy with the tree it started from: the copy records a manifest (path →
 SHA-256) when made, and a changed file's old text is read from the original while the original still has the
-starting content (otherwise the diff says it is unavailable).
+starting content (otherwise the diff says it is unavailable). :func:`keep_changes` applies a run's changes to the
+original ("keep this one"): only when every file it touches still has the starting content, and through the file
+tools' :class:`~tiny_agent_core.tools.guard.WorkspaceGuard`, so nothing is written outside the workspace or into
+``.tiny-agent/``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import hashlib
 import os
@@ -32,18 +36,21 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from tiny_agent_core.errors import TinyAgentError
+from tiny_agent_core.tools.guard import WorkspaceGuard
 
 __all__ = [
     "SKIPPED_FOLDERS",
     "CopyLimits",
     "FileChange",
+    "KeepConflictError",
     "WorkspaceCopy",
     "WorkspaceCopyError",
     "WorkspaceTooLargeError",
     "changes_diff",
+    "keep_changes",
     "make_copy",
     "remove_copy",
     "workspace_changes",
@@ -66,6 +73,10 @@ class WorkspaceCopyError(TinyAgentError):
 
 class WorkspaceTooLargeError(WorkspaceCopyError):
     """The workspace holds more than a plain copy may take (:class:`CopyLimits`)."""
+
+
+class KeepConflictError(WorkspaceCopyError):
+    """The original changed since the run started where the run changed it; nothing was applied."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +147,18 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
+def _pump(source: int, target: int, digest: Any = None, budget: _Budget | None = None) -> None:
+    """Copy everything from fd ``source`` to fd ``target``, hashing into ``digest`` and counting against ``budget``."""
+    while chunk := os.read(source, _CHUNK):
+        if budget is not None:
+            budget.add_bytes(len(chunk))
+        if digest is not None:
+            digest.update(chunk)
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(target, view) :]
+
+
 def _copy_file(source: Path, target: Path, budget: _Budget) -> str | None:
     """Copy one regular file without following a symlink; its SHA-256, or ``None`` when it is not a regular file."""
     try:
@@ -151,12 +174,7 @@ def _copy_file(source: Path, target: Path, budget: _Budget) -> str | None:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         out = os.open(target, flags, stat.S_IMODE(info.st_mode) | 0o600)
         try:
-            while chunk := os.read(fd, _CHUNK):
-                budget.add_bytes(len(chunk))
-                digest.update(chunk)
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.write(out, view) :]
+            _pump(fd, out, digest, budget)
         finally:
             os.close(out)
     finally:
@@ -404,3 +422,51 @@ def changes_diff(changes: list[FileChange]) -> str:
         else:
             parts.append(f"{change.status} {change.path} ({change.note or 'no line diff'})\n")
     return "".join(parts)
+
+
+def keep_changes(copy: WorkspaceCopy, changes: list[FileChange]) -> None:
+    """Apply ``changes`` (of :func:`workspace_changes`) to the original workspace: a changed or added file of the
+    copy replaces the original's (atomically, with the copy's mode), a deleted one is removed. Blocking.
+
+    First every original file touched must still be as the run started (an added file must not exist yet), else
+    :class:`KeepConflictError` names them and nothing is written. Paths are located with the file tools' guard
+    (writable), all of them before the first write: a symlink leading out of the workspace, or ``.tiny-agent/``,
+    refuses the whole keep (:class:`~tiny_agent_core.tools.guard.PathOutsideWorkspace`).
+    """
+    conflicts = [
+        change.path
+        for change in changes
+        if (_sha256(copy.original / change.path) if (copy.original / change.path).exists() else None)
+        != copy.manifest.get(change.path)
+    ]
+    if conflicts:
+        raise KeepConflictError(
+            f"{', '.join(conflicts)} changed in {copy.original} since the run started; nothing was applied. "
+            "Apply the diff by hand, or run the compare again."
+        )
+    guard = WorkspaceGuard(copy.original)
+    for change in changes:  # every path is checked before the first write
+        guard.locate(change.path, writable=True).close()
+    for change in changes:
+        with guard.locate(change.path, writable=True) as located:
+            if change.status == "deleted":
+                os.unlink(located.name, dir_fd=located.directory)
+                continue
+            located.make_parents()
+            source = os.open(copy.path / change.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            temporary = f".{located.name}.{os.urandom(6).hex()}.keep"
+            try:
+                mode = stat.S_IMODE(os.fstat(source).st_mode)
+                target = located.open(os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode, name=temporary)
+                try:
+                    _pump(source, target)
+                    os.fsync(target)
+                finally:
+                    os.close(target)
+                os.rename(temporary, located.name, src_dir_fd=located.directory, dst_dir_fd=located.directory)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary, dir_fd=located.directory)
+                raise
+            finally:
+                os.close(source)

@@ -3,7 +3,9 @@
 The view adapts a :class:`~tiny_agent_core.compare.CompareRun` (which does the work) into a table that updates as
 the runs stream — outcome, wall time, model requests, tool calls by outcome, tokens, cost (unknown shown as
 unknown) and files changed — and shows the selected run's diff against the starting tree. Esc (the window's Stop)
-cancels every run; each run is a normal session that "Open Session" opens.
+cancels every run; each run is a normal session that "Open Session" opens. "Keep This One…" applies the selected
+run's changes to the workspace after the user approves the list of files
+(:func:`~tiny_agent_core.worktrees.keep_changes`, in a worker thread).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QListWidget,
     QListWidgetItem,
+    QMessageBox,
     QPlainTextEdit,
     QPushButton,
     QSplitter,
@@ -33,10 +36,11 @@ from PySide6.QtWidgets import (
 )
 
 from tiny_agent_core.compare import MAX_CONTENDERS, MIN_CONTENDERS, CompareRun, RunReport
+from tiny_agent_core.errors import TinyAgentError
 from tiny_agent_core.ledger.costs import cost_text
 from tiny_agent_core.model_catalog import ModelEntry
 from tiny_agent_core.trace import duration_text
-from tiny_agent_core.worktrees import changes_diff
+from tiny_agent_core.worktrees import changes_diff, keep_changes
 from tiny_agent_gui.column_model import ColumnModel
 
 _log = logging.getLogger(__name__)
@@ -228,6 +232,10 @@ class CompareView(QWidget):
         self.diff.setPlaceholderText("Select a run to see the changes it made to its copy")
         self.open_button = QPushButton("&Open Session")
         self.open_button.clicked.connect(self._open_session)
+        self.keep_button = QPushButton("&Keep This One…")
+        self.keep_button.setToolTip("Apply the selected run's changes to the workspace (you approve the files first)")
+        self.keep_button.clicked.connect(self._ask_keep)
+        self._keeping: asyncio.Task[None] | None = None
         self.status = QLabel()
         self.status.setWordWrap(True)
         self.status.setAccessibleName("Compare status")
@@ -239,6 +247,7 @@ class CompareView(QWidget):
         results.setStretchFactor(1, 2)
         footer = QHBoxLayout()
         footer.addWidget(self.status, 1)
+        footer.addWidget(self.keep_button)
         footer.addWidget(self.open_button)
         layout = QVBoxLayout(self)
         layout.addWidget(intro)
@@ -336,6 +345,38 @@ class CompareView(QWidget):
             changes = changes_diff(report.changes) or "No files changed.\n"
             self.diff.setPlainText(f"# {_summary(report)}\n{where}{skipped}\n{changes}")
         self.open_button.setEnabled(report.session_path is not None and not self.running)
+        self.keep_button.setEnabled(bool(report.changes) and not self.running)
+
+    def _ask_keep(self) -> None:
+        """Approval first: the files the selected run changed, and where they go."""
+        report = self._selected()
+        if report is None or report.copy is None or not report.changes or self.running:
+            return
+        files = "\n".join(
+            f"{change.status} {change.path} (+{change.added} −{change.removed})" for change in report.changes
+        )
+        answer = QMessageBox.question(
+            self,
+            "Keep This One",
+            f"Apply the changes of {report.contender.label} to {report.copy.original}?\n\n{files}",
+        )
+        if answer == QMessageBox.StandardButton.Yes:
+            self._keeping = asyncio.ensure_future(self.keep(report))
+
+    async def keep(self, report: RunReport) -> None:
+        """Apply ``report``'s changes to the original workspace (approved); the status line says how it went."""
+        copy = report.copy
+        if copy is None:
+            return
+        self.keep_button.setEnabled(False)
+        try:
+            await asyncio.to_thread(keep_changes, copy, report.changes)
+        except (TinyAgentError, OSError) as error:
+            self.status.setText(f"The changes were not applied: {error}")
+        else:
+            self.status.setText(f"Applied the changes of {report.contender.label} to {copy.original}.")
+        finally:
+            self._update_controls()
 
     def _open_session(self) -> None:
         report = self._selected()
@@ -349,7 +390,9 @@ class CompareView(QWidget):
         self.remove_button.setEnabled(not running and count > 0)
         self.start_button.setEnabled(not running and MIN_CONTENDERS <= count <= MAX_CONTENDERS)
         self.stop_button.setEnabled(running)
-        self.open_button.setEnabled(not running and self._selected() is not None)
+        selected = self._selected()
+        self.open_button.setEnabled(not running and selected is not None)
+        self.keep_button.setEnabled(not running and selected is not None and bool(selected.changes))
         self.prompt.setReadOnly(running)
         for box in self.tool_boxes.values():
             box.setEnabled(not running)

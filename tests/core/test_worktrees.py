@@ -8,10 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from tiny_agent_core.tools.guard import PathOutsideWorkspace
 from tiny_agent_core.worktrees import (
     CopyLimits,
+    KeepConflictError,
     WorkspaceTooLargeError,
     changes_diff,
+    keep_changes,
     make_copy,
     remove_copy,
     workspace_changes,
@@ -105,3 +108,40 @@ def test_a_git_workspace_gets_a_worktree_with_its_uncommitted_state(tmp_path: Pa
     remove_copy(copy)
     assert not copy.path.exists()
     assert str(copy.path) not in _git(repo, "worktree", "list")
+
+
+def test_keeping_a_run_applies_its_changes_to_the_original(plain: Path, tmp_path: Path) -> None:
+    (plain / "old.txt").write_text("to delete\n")
+    copy = make_copy(plain, tmp_path / "data" / "1")
+    (copy.path / "src" / "app.py").write_text("print('kept')\n")
+    (copy.path / "src" / "new").mkdir()
+    (copy.path / "src" / "new" / "mod.py").write_text("x = 1\n")
+    (copy.path / "old.txt").unlink()
+    keep_changes(copy, workspace_changes(copy))
+    assert (plain / "src" / "app.py").read_text() == "print('kept')\n"
+    assert (plain / "src" / "new" / "mod.py").read_text() == "x = 1\n"
+    assert not (plain / "old.txt").exists()
+    assert workspace_changes(copy) != []  # the copy still differs from its own starting tree
+
+
+def test_keeping_refuses_when_the_original_changed_meanwhile_and_writes_nothing(plain: Path, tmp_path: Path) -> None:
+    copy = make_copy(plain, tmp_path / "data" / "1")
+    (copy.path / "src" / "app.py").write_text("print('model')\n")
+    (copy.path / "added.txt").write_text("model\n")
+    (plain / "src" / "app.py").write_text("print('user edit')\n")
+    with pytest.raises(KeepConflictError, match=r"src/app\.py"):
+        keep_changes(copy, workspace_changes(copy))
+    assert (plain / "src" / "app.py").read_text() == "print('user edit')\n"
+    assert not (plain / "added.txt").exists()
+
+
+def test_keeping_never_writes_through_a_symlink_out_of_the_workspace(plain: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    copy = make_copy(plain, tmp_path / "data" / "1")
+    (copy.path / "escape").mkdir()
+    (copy.path / "escape" / "x.txt").write_text("model\n")
+    (plain / "escape").symlink_to(outside)  # swapped in by someone else after the run
+    with pytest.raises(PathOutsideWorkspace):
+        keep_changes(copy, workspace_changes(copy))
+    assert list(outside.iterdir()) == []

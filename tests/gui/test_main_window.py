@@ -692,9 +692,15 @@ async def test_a_compare_run_of_two_models_shows_both_rows(
     assert [row[5] for row in rows] == ["in 30 · out 7", "in 30 · out 7"]
     assert [row[6] for row in rows] == ["local — no API charge", "local — no API charge"]
     assert [row[7] for row in rows] == ["1 (+1 −1)", "1 (+1 −1)"]
-    assert (workspace / "greet.py").read_text() == "print('hi')\n"  # the original is untouched
+    assert (workspace / "greet.py").read_text() == "print('hi')\n"  # the original is untouched until kept
     view.table.setCurrentIndex(table.index(1, 0))
     assert "+print('hey')" in view.diff.toPlainText()
+    assert view.keep_button.isEnabled()
+    report = table.report(1)
+    assert report is not None
+    await view.keep(report)  # what "Keep This One…" does once the user approves the file list
+    assert (workspace / "greet.py").read_text() == "print('hey')\n"
+    assert "Applied the changes of Second · model-b" in view.status.text()
     assert view.open_button.isEnabled()
     view.open_button.click()
     session = window.controller.session
