@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Literal
 
 from tiny_agent_core.agent.events import AgentEvent, ToolFinished
-from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, Agent, RequestRecord
+from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, Agent, RequestRecord, RunResult
 from tiny_agent_core.errors import TinyAgentError
 from tiny_agent_core.pricing import Overrides
 from tiny_agent_core.providers.client import ProviderClient
@@ -40,7 +40,7 @@ from tiny_agent_core.timeline import Timeline, ToolItem
 from tiny_agent_core.tool_outcomes import call_outcome
 from tiny_agent_core.tools.approval import AllowListApprover, ToolSettings
 from tiny_agent_core.usage import Usage
-from tiny_agent_core.workbench import build_agent, create_session
+from tiny_agent_core.workbench import OpenedSession, build_agent, create_session
 from tiny_agent_core.worktrees import CopyLimits, FileChange, WorkspaceCopy, make_copy, workspace_changes
 
 __all__ = ["MAX_CONTENDERS", "MIN_CONTENDERS", "CompareRun", "Contender", "RunReport", "RunStatus"]
@@ -196,29 +196,11 @@ class CompareRun:
                 raise asyncio.CancelledError
             opened = create_session(report.copy.path, contender.profile, contender.model)
             report.session_path = opened.store.path
-            agent = build_agent(
-                opened,
-                client=self._client,
-                profile=contender.profile,
-                model=contender.model,
-                api_key=contender.api_key,
-                approver=AllowListApprover(self._allowed),
-                tool_settings=self._tool_settings,
-                on_event=lambda event: self._event(index, event),
-                ledger=self._ledger,
-                price_overrides=self._price_overrides,
-                max_steps=self._max_steps,
-                also_record=lambda record: self._record(index, record),
-            )
-            self._agents[index] = agent
-            report.status = "running"
-            report.started = time.monotonic()
-            self._on_change(index)
             try:
-                result = await agent.run(self.prompt)
+                result = await self._drive(index, opened)
             finally:
                 opened.store.close()
-                del self._agents[index]
+                self._agents.pop(index, None)
             report.status = result.outcome
             report.answer = result.answer
             report.error = str(result.error) if result.error is not None else None
@@ -232,6 +214,30 @@ class CompareRun:
                 report.wall_ms = (time.monotonic() - report.started) * 1000
             await self._conclude(report)
             self._on_change(index)
+
+    async def _drive(self, index: int, opened: OpenedSession) -> RunResult:
+        """Build run ``index``'s agent over its session and run the prompt."""
+        report = self.reports[index]
+        contender = report.contender
+        agent = build_agent(
+            opened,
+            client=self._client,
+            profile=contender.profile,
+            model=contender.model,
+            api_key=contender.api_key,
+            approver=AllowListApprover(self._allowed),
+            tool_settings=self._tool_settings,
+            on_event=lambda event: self._event(index, event),
+            ledger=self._ledger,
+            price_overrides=self._price_overrides,
+            max_steps=self._max_steps,
+            also_record=lambda record: self._record(index, record),
+        )
+        self._agents[index] = agent
+        report.status = "running"
+        report.started = time.monotonic()
+        self._on_change(index)
+        return await agent.run(self.prompt)
 
     async def _conclude(self, report: RunReport) -> None:
         """Count tool calls by outcome from the session file and list the copy's changes (in a worker thread)."""

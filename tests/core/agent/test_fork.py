@@ -68,3 +68,20 @@ async def test_only_a_user_message_can_be_forked_at(harness: Harness) -> None:
     with pytest.raises(ForkError):
         fork_before(harness.store.path, assistant, model="m2", provider="custom")
     assert sorted(path.name for path in sessions.iterdir()) == [harness.store.path.name]  # nothing left behind
+
+
+async def test_a_fork_after_a_compaction_keeps_the_compacted_context(harness: Harness) -> None:
+    harness.server.queue(*(text_reply(f"answer {n}") for n in range(4)), text_reply("the summary"), text_reply("last"))
+    for n in range(4):
+        await harness.agent.run(f"prompt {n}")
+    compacted = await harness.agent.compact()
+    assert compacted.outcome == "completed"
+    await harness.agent.run("after compaction")
+    state = harness.store.state
+    last = next(eid for eid, message in state.message_entries() if message.get("content") == "after compaction")
+
+    fork, _prompt = fork_before(harness.store.path, last, model="m2", provider="custom")
+    fork.close()
+    reduced = reduce_session(fork.path.read_bytes())  # the recomputed sourceDigest and renamed ids are accepted
+    assert reduced.active_context[0]["content"].endswith("the summary")
+    assert len(reduced.transcript) == 8
