@@ -5,6 +5,8 @@ The reference rules are in ``../shared/reference/tiny-agent-notes.md`` §5. Entr
 * :func:`reduce_session` — bytes of a session file → :class:`SessionState`, or :class:`SessionCorruption`
   with the reference's code, line and seq; linear in the file size;
 * :func:`apply_transaction` — advance a state by one transaction line, atomically (what the store uses);
+* :mod:`tiny_agent_core.session.rules` — the reducer's rules, one module per family of facts (entries, tool
+  calls, steps, operations, compaction, usage), each taking a ``FactContext``;
 * :func:`state_to_json` — the reference's golden ``state`` object;
 * :func:`canonical_json` / :func:`canonical_digest` — canonical JSON and ``sha256:`` digests;
 * :func:`plan_recovery` — (state, current configuration) → the next recovery step;
