@@ -783,7 +783,7 @@ class MainWindow(QMainWindow):
             return
         steps = self.timeline.steps() if self.timeline is not None else []
         answered = [step for step in steps if step.status == "settled" or step.usage is not None]
-        cost, unknown = self._session_cost()
+        cost, unknown, sources = self._session_cost()
         self.status_usage.show_figures(
             SessionFigures(
                 usage=session.store.state.usage,
@@ -793,6 +793,7 @@ class MainWindow(QMainWindow):
                 cost=cost,
                 unknown_cost=unknown,
                 last=self._last_step_usage or self._latest_recorded_usage(),
+                cost_sources=sources,
             )
         )
         title = next(
@@ -807,13 +808,15 @@ class MainWindow(QMainWindow):
         steps = [step for step in (self.timeline.steps() if self.timeline else []) if step.usage is not None]
         return steps[-1].usage if steps else None
 
-    def _session_cost(self) -> tuple[Decimal | None, int]:
-        """The sum of the known request costs and how many answered requests' costs are unknown (a request that
-        failed before any answer and reported no usage is not counted as unknown)."""
+    def _session_cost(self) -> tuple[Decimal | None, int, frozenset[str]]:
+        """The sum of the known request costs, how many answered requests' costs are unknown (a request that failed
+        before any answer and reported no usage is not counted as unknown), and where the known costs came from."""
         steps = self.timeline.steps() if self.timeline is not None else []
         steps = [step for step in steps if step.status == "settled" or step.usage is not None or step.cost is not None]
-        known = [step.cost for step in steps if step.cost is not None]
-        return (sum(known, Decimal(0)) if known else None), len(steps) - len(known)
+        known = [step for step in steps if step.cost is not None]
+        total = sum((step.cost for step in known if step.cost is not None), Decimal(0)) if known else None
+        sources = frozenset(step.cost_source for step in known if step.cost_source)
+        return total, len(steps) - len(known), sources
 
     # -- models, re-runs and compare runs ---------------------------------------------------------------------
 

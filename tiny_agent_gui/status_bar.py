@@ -28,6 +28,7 @@ __all__ = [
     "UsageLabel",
     "compact_count",
     "plural",
+    "session_cost_text",
     "step_speed_text",
     "usage_text",
     "usage_tooltip",
@@ -74,13 +75,28 @@ class SessionFigures:
     """Requests whose cost is unknown."""
     last: Usage | None
     """The latest request's usage, if known."""
+    cost_sources: frozenset[str] = frozenset()
+    """Where the known costs came from (``local``, ``not_billed``, ``provider``, ``price_table``…)."""
+
+
+_FREE = (("local", "local — no API charge"), ("not_billed", "not billed"))
+"""Cost sources that cost nothing, and how a total made only of them is said."""
+
+
+def session_cost_text(figures: SessionFigures, *, unknown: str = "cost unknown") -> str:
+    """The session's cost: ``$0.054``, ``≥ $0.05 + 2 unknown``, or — when every known cost is a local server's or a
+    failed request's — ``local — no API charge`` / ``not billed`` rather than a bare ``$0.00``."""
+    free = [text for source, text in _FREE if source in figures.cost_sources]
+    if free and figures.cost == 0 and not figures.unknown_cost and figures.cost_sources <= {s for s, _ in _FREE}:
+        return ", ".join(free)
+    return cost_text(figures.cost, figures.unknown_cost, unknown=unknown)
 
 
 def usage_text(figures: SessionFigures) -> str:
     """``Input 9.8k · Output 499 · Cached 31k (76%) · $0.054``; ``Usage unknown`` when no request reported any."""
     usage = figures.usage
     if figures.unknown_usage and figures.unknown_usage == figures.requests - figures.unanswered:
-        return f"Usage unknown · {cost_text(figures.cost, figures.unknown_cost, unknown='cost unknown')}"
+        return f"Usage unknown · {session_cost_text(figures)}"
     parts = [f"Input {compact_count(usage.input)}", f"Output {compact_count(usage.output)}"]
     rate = usage.cache_hit_rate
     if usage.cache_read or usage.cache_write:
@@ -90,7 +106,7 @@ def usage_text(figures: SessionFigures) -> str:
         parts.append(cached)
     if usage.cache_write:
         parts.append(f"Cache write {compact_count(usage.cache_write)}")
-    parts.append(cost_text(figures.cost, figures.unknown_cost, unknown="cost unknown"))
+    parts.append(session_cost_text(figures))
     if figures.unknown_usage:
         parts.append(f"usage unknown for {plural(figures.unknown_usage, 'answer')}")
     return " · ".join(parts)
@@ -108,7 +124,7 @@ def usage_tooltip(figures: SessionFigures) -> str:
         f"Prompt tokens in all: {usage.prompt:,}",
         f"Output: {usage.output:,}",
         f"Cache hit rate: {rate_text(usage.cache_hit_rate)} this session, {rate_text(last_rate)} last request",
-        f"Cost: {cost_text(figures.cost, figures.unknown_cost, unknown='unknown')}",
+        f"Cost: {session_cost_text(figures, unknown='unknown')}",
     ]
     if figures.unknown_usage:
         lines.append(f"{plural(figures.unknown_usage, 'answer')} came without usage: unknown, not counted as zero.")

@@ -107,7 +107,7 @@ async def test_a_whole_run_with_an_approved_tool(window: MainWindow, server: Loo
     workspace = Path(window.services.settings.workspaces[0])
     assert (workspace / "hello.txt").read_text() == "你好"
     assert window.transcript.transcript_model().rowCount() >= 3
-    assert window.status_usage.text() == "Input 30 · Output 7 · cost unknown"
+    assert window.status_usage.text() == "Input 30 · Output 7 · local — no API charge"  # a loopback server is local
     tip = window.status_usage.toolTip()
     assert "Input (prompt tokens not read from or written to a cache): 30" in tip
     assert "2 model requests" in tip

@@ -101,3 +101,14 @@ def test_the_live_label_streams_then_shows_the_step(qtbot: QtBot) -> None:
     label.step_started()
     label.stopped()
     assert label.text() == ""
+
+
+def test_a_session_that_cost_nothing_says_why() -> None:
+    local = _figures(cost=Decimal(0), unknown_cost=0, cost_sources=frozenset({"local"}))
+    assert usage_text(local).endswith("· local — no API charge")
+    both = _figures(cost=Decimal(0), unknown_cost=0, cost_sources=frozenset({"local", "not_billed"}))
+    assert usage_text(both).endswith("· local — no API charge, not billed")
+    mixed = _figures(cost=Decimal("0.01"), unknown_cost=0, cost_sources=frozenset({"local", "price_table"}))
+    assert usage_text(mixed).endswith("· $0.01")
+    with_unknown = _figures(cost=Decimal(0), unknown_cost=1, cost_sources=frozenset({"local"}))
+    assert "unknown" in usage_text(with_unknown)
