@@ -26,6 +26,8 @@ FIXED_KEYS: tuple[tuple[str, str, str], ...] = (
     ("Transcript", "Retry a failed operation (on its notice)", "Enter"),
     ("Transcript", "Copy the selected message", "Ctrl+C"),
     ("Transcript", "Actions of the selected message or tool call", "Menu"),
+    ("Model picker", "Filter / move / choose", "type / ↑↓ / Enter"),
+    ("Compare", "Stop every run", "Esc"),
     ("Dialogs", "Close without saving", "Esc"),
 )
 """Keys handled by widgets rather than menu actions: (where, what, keys)."""
