@@ -6,7 +6,9 @@ machines other than the build's), takes the SmolLM2-135M-Instruct GGUF from the 
 starts the server on 127.0.0.1 with the ``chatml-function-calling`` chat format, and runs ``tiny-agent run
 --allow read`` with up to ``--prompts`` prompts (default 10) asking it to read a file, then one ``tiny-agent chat``.
 ``--server llama-server`` (or ``both``) does the same with llama.cpp's own ``llama-server`` (``--jinja`` tool
-calling), built once from the sources vendored in the llama-cpp-python sdist with the same CMake flags.
+calling with ``e2e/chatml-tools.jinja``, ChatML with Hermes-style ``<tool_call>`` tags: SmolLM2's own template has
+no tools, so llama-server leaves them out), built once from the sources vendored in the llama-cpp-python sdist
+with the same CMake flags.
 
 It passes when the pipeline works end to end: every request is accepted, every session file is valid (the strict
 reducer), usage is never reported as 0 when the server reported none, and at least one prompt made a tool call
@@ -154,7 +156,9 @@ def server_command(kind: str, model: Path, port: int, context: int) -> list[str]
     if kind == "llama-server":
         return [
             str(llama_server_binary()), "--model", str(model), "--alias", MODEL_NAME, "--host", "127.0.0.1",
-            "--port", str(port), "--ctx-size", str(context), "--jinja", "--threads", str(os.cpu_count() or 2),
+            "--port", str(port), "--ctx-size", str(context), "--threads", str(os.cpu_count() or 2),
+            # SmolLM2's own template has no tools, so llama-server would leave them out of the prompt.
+            "--jinja", "--chat-template-file", str(ROOT / "e2e" / "chatml-tools.jinja"),
         ]  # fmt: skip
     return [
         str(server_python()), "-m", "llama_cpp.server", "--model", str(model), "--model_alias", MODEL_NAME,

@@ -684,8 +684,9 @@ class Agent:
                 prompt,
                 floor,
                 f"The server left the tools out of the prompt ({prompt} prompt tokens; the messages and tool "
-                f"definitions need at least {floor}), so the model cannot call them. Check the server's tool "
-                'support (llama-cpp-python needs tool_choice "auto" and a function-calling chat format).',
+                f"definitions need at least {floor}), so the model cannot call them. The server needs a chat "
+                "template with tools (llama-server: --jinja and a tool-aware template; llama-cpp-python: a "
+                'function-calling chat format, which this client enables with tool_choice "auto").',
             )
         )
 

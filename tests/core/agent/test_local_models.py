@@ -134,3 +134,30 @@ def test_configuration_differences_name_each_field() -> None:
         "tool definitions changed: read",
     ]
     assert configuration_differences(before, before) == []
+
+
+async def test_llama_server_without_a_tool_template_is_caught(harness: Harness) -> None:
+    # Recorded shape of llama-server --jinja with SmolLM2's own template (no tools): usage and timings in the last
+    # chunk, 117 prompt tokens for a prompt whose tool definitions alone need more.
+    base = {"id": "chatcmpl-sVQY", "model": "smollm2", "system_fingerprint": "b1-0c1e570", "created": 1796131098}
+    chunks = [
+        {**base, "choices": [{"finish_reason": None, "index": 0, "delta": {"role": "assistant", "content": None}}]},
+        {**base, "choices": [{"finish_reason": None, "index": 0, "delta": {"content": "You can use the read"}}]},
+        {**base, "choices": [{"finish_reason": "stop", "index": 0, "delta": {}}]},
+        {
+            **base,
+            "choices": [],
+            "usage": {
+                "completion_tokens": 199,
+                "prompt_tokens": 117,
+                "total_tokens": 316,
+                "prompt_tokens_details": {"cached_tokens": 0},
+            },
+            "timings": {"cache_n": 0, "prompt_n": 117, "prompt_ms": 137.572, "predicted_n": 199},
+        },
+    ]
+    harness.server.queue(Reply.sse(sse_events(chunks)))
+    assert (await harness.agent.run("read notes.txt")).outcome == "completed"
+    (dropped,) = _of(harness, events.ToolsDropped)
+    assert dropped.prompt_tokens == 117
+    assert "chat template with tools" in dropped.message
