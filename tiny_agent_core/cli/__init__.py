@@ -14,15 +14,14 @@ early (``| head``), the command stops quietly. Ctrl-C outside a run prints ``tin
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
+import importlib
 import json
 import logging
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
-from tiny_agent_core.cli import chat, cost, index, price, run, session, wire
 from tiny_agent_core.cli.output import discard_stdout, one_line
 
 DEBUG_ENV = "TINY_AGENT_DEBUG"
@@ -30,6 +29,18 @@ DEBUG_ENV = "TINY_AGENT_DEBUG"
 
 DISTRIBUTION = "tiny-agent-desktop"
 """The installed distribution whose version ``--version`` prints."""
+
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "wire": ("wire",),
+    "index": ("sessions", "index"),
+    "chat": ("chat",),
+    "session": ("session",),
+    "price": ("price",),
+    "cost": ("cost",),
+    "run": ("run",),
+}
+"""Each subcommand module of this package and the commands it registers, in ``--help`` order. Only the module of
+the command being run is imported (a small ``session check`` must not pay for httpx, pydantic and the agent)."""
 
 _log = logging.getLogger(__name__)
 
@@ -43,24 +54,35 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _version() -> str:
+    import importlib.metadata  # only for --version: it costs a start-up 15-20 ms
+
     try:
         return importlib.metadata.version(DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:
         return "unknown (not installed)"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every subcommand registered."""
+class _VersionAction(argparse.Action):
+    """``--version``: print ``tiny-agent <version>`` and exit (the version is looked up only when asked for)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> NoReturn:
+        print(f"{parser.prog} {_version()}")
+        parser.exit()
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser: with only the module of the command ``argv`` names (default ``sys.argv[1:]``) when it
+    names one, else (``--help``, ``--version``, a typo) with every subcommand registered."""
     parser = _Parser(prog="tiny-agent", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     subparsers = parser.add_subparsers(dest="command", required=True)
-    wire.register(subparsers)
-    index.register(subparsers)
-    chat.register(subparsers)
-    session.register(subparsers)
-    price.register(subparsers)
-    cost.register(subparsers)
-    run.register(subparsers)
+    words = list(sys.argv[1:] if argv is None else argv)
+    named = [module for module, commands in COMMANDS.items() if words and words[0] in commands]
+    for module in named or COMMANDS:
+        importlib.import_module(f"{__name__}.{module}").register(subparsers)
     return parser
 
 
@@ -99,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _configure_logging(debug)
     try:
         try:
-            args = build_parser().parse_args(argv)
+            args = build_parser(argv).parse_args(argv)
         except SystemExit:  # --help, --version or a usage error: deliver what argparse printed first
             sys.stdout.flush()
             raise

@@ -20,12 +20,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tiny_agent_core.errors import LedgerError, SessionCorruption
-from tiny_agent_core.ledger import database_path, opened
-from tiny_agent_core.timeline import Timeline
-from tiny_agent_core.trace import build_trace, render_trace, trace_json
+
+if TYPE_CHECKING:  # imported where used: registering `session` must stay cheap for `session check`
+    from tiny_agent_core.timeline import Timeline
 
 __all__ = ["add_show_command", "run_show"]
 
@@ -42,6 +42,8 @@ def add_show_command(commands: Any) -> None:
 
 def _enrich(timeline: Timeline) -> None:
     """Fill live-only facts from the index database, if there is one (a missing database is not created)."""
+    from tiny_agent_core.ledger import database_path, opened
+
     if not database_path().exists():
         return
     try:
@@ -53,6 +55,9 @@ def _enrich(timeline: Timeline) -> None:
 
 def run_show(args: argparse.Namespace) -> int:
     """Handler of ``session show``."""
+    from tiny_agent_core.timeline import Timeline
+    from tiny_agent_core.trace import build_trace, render_trace, trace_json
+
     path: Path = args.file
     try:
         timeline = Timeline.from_bytes(path.read_bytes())

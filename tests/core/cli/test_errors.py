@@ -253,3 +253,20 @@ def test_index_failure_during_a_run_is_one_line_and_not_fatal(
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("tiny-agent: the index stopped recording this run (")
     assert "`tiny-agent index rebuild`" in line
+
+
+def test_a_small_session_check_loads_neither_httpx_nor_pydantic_nor_the_agent(tmp_path: Path) -> None:
+    """Only the module of the command being run is imported: ``session check`` stays a fast start."""
+    code = (
+        "import sys; sys.argv = ['tiny-agent', 'session', 'check', sys.argv[1]]\n"
+        "from tiny_agent_core.cli import main\n"
+        "main()\n"
+        "heavy = sorted(m for m in ('httpx', 'pydantic', 'tiny_agent_core.agent.loop') if m in sys.modules)\n"
+        "print(heavy, file=sys.stderr)"
+    )
+    session = tmp_path / "empty.jsonl"
+    session.write_text("")
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(session)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.stderr.strip().splitlines()[-1] == "[]"
