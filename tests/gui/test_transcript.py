@@ -201,3 +201,23 @@ def test_rows_announce_who_speaks_and_each_step_its_model_tokens_and_cost(qtbot:
     assert "read tool call" in texts[2]
     assert texts[3].startswith("Assistant (")
     assert texts[3].endswith("): It is **A**.")
+
+
+def test_a_long_session_opens_at_its_newest_message(qtbot: QtBot, session: Session) -> None:
+    """The batched layout grows the scroll range after the first paint; the view follows it to the end."""
+    for turn in range(250):
+        session.full_run(f"question {turn}", "a.txt", "A", f"answer {turn}\n\n" + "line\n" * 3)
+    view = TranscriptView(TranscriptModel(session.timeline))
+    qtbot.addWidget(view)
+    view.resize(640, 400)
+    view.show()
+    qtbot.waitExposed(view)
+    bar = view.verticalScrollBar()
+    qtbot.waitUntil(lambda: bar.maximum() > 0 and bar.value() == bar.maximum(), timeout=10_000)
+    last = view.transcript_model().index(view.transcript_model().rowCount() - 1)
+    qtbot.waitUntil(lambda: view.viewport().rect().intersects(view.visualRect(last)), timeout=10_000)
+    bar.setValue(0)  # the user scrolls up: growth no longer moves the view
+    view.transcript_model().append_text_delta(facts.new_id(), "more")
+    view.transcript_model().flush()
+    qtbot.wait(50)
+    assert bar.value() == 0

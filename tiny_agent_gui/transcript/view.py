@@ -475,7 +475,13 @@ class TranscriptView(QListView):
         self._scroll_timer = QTimer(self)
         self._scroll_timer.setSingleShot(True)
         self._scroll_timer.setInterval(0)
-        self._scroll_timer.timeout.connect(self.scrollToBottom)
+        self._scroll_timer.timeout.connect(self._scroll_to_bottom)
+        self._scrolling = False
+        # The batched layout grows the scroll range after the first paint (a 5,000-message session: for a second
+        # or more); while the view follows the newest message, every growth scrolls down again.
+        bar = self.verticalScrollBar()
+        bar.rangeChanged.connect(self._range_changed)
+        bar.valueChanged.connect(self._value_changed)
         self.setModel(model if model is not None else TranscriptModel(parent=self))
 
     def transcript_model(self) -> TranscriptModel:
@@ -488,7 +494,6 @@ class TranscriptView(QListView):
         """Show ``model`` (a :class:`TranscriptModel`) and follow its changes."""
         old = self.model()
         if old is not None:
-            old.rowsAboutToBeInserted.disconnect(self._remember_follow)
             old.rowsInserted.disconnect(self._rows_inserted)
             old.dataChanged.disconnect(self._data_changed)
         super().setModel(model)
@@ -496,7 +501,6 @@ class TranscriptView(QListView):
         if model is None:
             return
         assert isinstance(model, TranscriptModel)
-        model.rowsAboutToBeInserted.connect(self._remember_follow)
         model.rowsInserted.connect(self._rows_inserted)
         model.dataChanged.connect(self._data_changed)
         self.selectionModel().currentChanged.connect(self._current_changed)
@@ -506,8 +510,22 @@ class TranscriptView(QListView):
         bar = self.verticalScrollBar()
         return bar.value() >= bar.maximum() - 4
 
-    def _remember_follow(self) -> None:
-        self._follow = self._at_bottom()
+    def _scroll_to_bottom(self) -> None:
+        self._scrolling = True
+        try:
+            self.scrollToBottom()
+        finally:
+            self._scrolling = False
+        self._follow = True
+
+    def _value_changed(self) -> None:
+        """The user scrolled (or selected a row away from the end): follow again only from the bottom."""
+        if not self._scrolling:
+            self._follow = self._at_bottom()
+
+    def _range_changed(self) -> None:
+        if self._follow:
+            self._scroll_timer.start()
 
     def _rows_inserted(self) -> None:
         if self._follow:
