@@ -21,6 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.deadline import exit_after
 from tiny_agent_core.tools.bash import BashTool
 from tiny_agent_core.tools.sandbox import sandbox_status
 
@@ -65,6 +66,7 @@ async def _measure(workspace: Path, calls: int) -> dict[str, object]:
 
 def main() -> int:
     """Run the benchmark; exit code 1 with a message on stderr if it fails or passes ``--limit``."""
+    exit_after(300, "bash_sandbox")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=30, help="calls per mode (default 30)")
     parser.add_argument("--limit", type=float, default=120.0, help="seconds before giving up (default 120)")

@@ -21,6 +21,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.deadline import exit_after  # noqa: E402
 from tests.core.providers.hostile import CASES  # noqa: E402
 
 
@@ -39,6 +40,7 @@ def _run(case: str, timeout: float) -> dict[str, Any]:
 
 
 def main() -> None:
+    exit_after(900, "hostile_provider")
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds allowed per case")
     args = parser.parse_args()

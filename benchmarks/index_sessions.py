@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.deadline import exit_after
 from tests.core.ledger.sessionfiles import SessionFile
 from tiny_agent_core.ledger import connect, list_sessions, scan_workspace
 
@@ -39,6 +40,7 @@ def _median_ms(fn: Callable[[], object], repeat: int) -> float:
 
 def main() -> None:
     """Run the benchmark and print the numbers."""
+    exit_after(1800, "index_sessions")
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sessions", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=21)

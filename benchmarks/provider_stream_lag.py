@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx
 
+from benchmarks.deadline import exit_after
 from tests.loopback import LoopbackServer, Reply, sse_events
 from tiny_agent_core.providers.client import ChatCompleted, ProviderClient, TextDelta
 from tiny_agent_core.providers.profiles import custom_profile
@@ -87,6 +88,7 @@ async def _measure(base_url: str) -> dict[str, object]:
 
 
 def main() -> None:
+    exit_after(600, "provider_stream_lag")
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=5000)
     parser.add_argument("--in-process", action="store_true", help="run the server in a thread of this process")

@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+from benchmarks.deadline import exit_after  # noqa: E402
 from benchmarks.gui_open_session import _write_session  # noqa: E402
 
 
@@ -35,6 +36,7 @@ def _median_ms(runs: list[float]) -> float:
 
 def main() -> None:
     """Measure and print one JSON line."""
+    exit_after(600, "trace_build")
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--messages", type=int, default=5000)
     parser.add_argument("--repeat", type=int, default=7)
