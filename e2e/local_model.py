@@ -254,6 +254,7 @@ def one_prompt(base_url: str, prompt: str, workspace: Path, data: Path, context:
         "exit": status,
         "outcome": summary["outcome"],
         "errorKind": error.get("kind"),
+        "errorMessage": (error.get("message") or "")[:300] or None,
         "accepted": error.get("kind") not in ("http_error", "context_length", "malformed", "connection"),
         "toolCalled": bool(results),
         "fileRead": read_ok,
@@ -272,16 +273,23 @@ def one_prompt(base_url: str, prompt: str, workspace: Path, data: Path, context:
 
 
 def measured_tokens_per_second(base_url: str) -> dict[str, Any]:
-    """Tokens per second measured outside tiny-agent: one plain non-streamed request, timed by the wall clock."""
+    """Tokens per second measured outside tiny-agent: a plain non-streamed request after a warm-up one, timed by
+    the wall clock (so prompt processing included), with the server's own decode rate when it reports one."""
+    body = {"model": MODEL_NAME, "messages": [{"role": "user", "content": "Write a short poem about the sea."}],
+            "max_tokens": 96, "temperature": 0}  # fmt: skip
+    http_json(f"{base_url}/chat/completions", {**body, "max_tokens": 8})
     started = time.monotonic()
-    answer = http_json(
-        f"{base_url}/chat/completions",
-        {"model": MODEL_NAME, "messages": [{"role": "user", "content": "Write a short poem about the sea."}],
-         "max_tokens": 96, "temperature": 0},
-    )  # fmt: skip
+    answer = http_json(f"{base_url}/chat/completions", body)
     seconds = time.monotonic() - started
     output = answer["usage"]["completion_tokens"]
-    return {"outputTokens": output, "seconds": round(seconds, 2), "tokensPerSecond": round(output / seconds, 1)}
+    timings = answer.get("timings")
+    decode = timings.get("predicted_per_second") if isinstance(timings, dict) else None
+    return {
+        "outputTokens": output,
+        "seconds": round(seconds, 2),
+        "tokensPerSecond": round(output / seconds, 1),
+        "serverDecodeTokensPerSecond": None if decode is None else round(decode, 1),
+    }
 
 
 SERVERS = {

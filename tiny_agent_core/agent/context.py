@@ -13,7 +13,9 @@ reference's own languages.
 
 Token estimates (:func:`prompt_floor`, :func:`answer_room`) work on the request's UTF-8 JSON size, never a
 tokenizer: a floor (6 bytes a token, below any real tokenizer on text, code or JSON) tells when the server cannot
-have put the tools in the prompt, a ceiling (3 bytes a token) how much room the answer surely has.
+have put the tools in the prompt; a ceiling (2 bytes a token: ids, hashes and JSON tokenize that densely),
+anchored to the prompt tokens the server counted for an earlier request of the same conversation when there is
+one, tells how much room the answer surely has.
 """
 
 from __future__ import annotations
@@ -35,8 +37,10 @@ ADAPTER_IDENTITY = "openai-compatible:chat-completions:v1"
 
 FLOOR_BYTES_PER_TOKEN = 6
 """UTF-8 bytes of request JSON per token, at most, for a low estimate of a prompt's tokens."""
-CEILING_BYTES_PER_TOKEN = 3
+CEILING_BYTES_PER_TOKEN = 2
 """UTF-8 bytes of request JSON per token, at least, for a high estimate of a prompt's tokens."""
+MARGIN_DIVISOR = 20
+"""A twentieth of the context window is kept free beyond the estimate (chat template, tool rendering)."""
 MIN_ANSWER_ROOM = 64
 """Below this many tokens of room, ``max_tokens`` is not sent: the server decides (and says if the prompt does not
 fit)."""
@@ -169,20 +173,41 @@ def current_configuration(configuration: Configuration, workspace: Path, tools: 
     }
 
 
-def _request_bytes(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None) -> int:
+@dataclass(frozen=True)
+class PromptMeasure:
+    """One request's size (:func:`request_bytes`) and the prompt tokens the server counted for it."""
+
+    size: int
+    tokens: int
+
+
+def request_bytes(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None) -> int:
+    """The UTF-8 size of a request's messages and tool definitions as JSON: what the token estimates work on."""
     text = json.dumps([list(messages), list(tools or ())], ensure_ascii=False)
     return len(text.encode("utf-8", "surrogatepass"))
 
 
 def prompt_floor(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None) -> int:
     """A low estimate of the prompt tokens ``messages`` and ``tools`` need (see the module docstring)."""
-    return _request_bytes(messages, tools) // FLOOR_BYTES_PER_TOKEN
+    return request_bytes(messages, tools) // FLOOR_BYTES_PER_TOKEN
 
 
 def answer_room(
-    context_window: int, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None
+    context_window: int,
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]] | None,
+    last: PromptMeasure | None = None,
 ) -> int | None:
-    """The ``max_tokens`` that surely fits ``context_window`` after this prompt (a high estimate of it), or
-    ``None`` when that leaves less than :data:`MIN_ANSWER_ROOM` tokens."""
-    room = context_window - _request_bytes(messages, tools) // CEILING_BYTES_PER_TOKEN
+    """The ``max_tokens`` that surely fits ``context_window`` after this prompt, or ``None`` when that leaves less
+    than :data:`MIN_ANSWER_ROOM` tokens (the server then decides, and says if the prompt does not fit).
+
+    The prompt is estimated high: ``last`` (an earlier request of the same conversation, no larger) plus the new
+    bytes at the ceiling rate, else all bytes at that rate; a twentieth of the window is kept free beyond it.
+    """
+    size = request_bytes(messages, tools)
+    if last is not None and size >= last.size:
+        estimate = last.tokens + (size - last.size) // CEILING_BYTES_PER_TOKEN
+    else:
+        estimate = size // CEILING_BYTES_PER_TOKEN
+    room = context_window - estimate - context_window // MARGIN_DIVISOR
     return room if room >= MIN_ANSWER_ROOM else None

@@ -42,7 +42,14 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from tiny_agent_core.agent.compaction import COMPACTION_PROMPT, CompactionCut, compaction_cut, compaction_messages
-from tiny_agent_core.agent.context import Configuration, answer_room, current_configuration, prompt_floor
+from tiny_agent_core.agent.context import (
+    Configuration,
+    PromptMeasure,
+    answer_room,
+    current_configuration,
+    prompt_floor,
+    request_bytes,
+)
 from tiny_agent_core.agent.events import (
     AgentEvent,
     ApprovalNeeded,
@@ -232,6 +239,8 @@ class Agent:
         self._capture: RawCapture | None = None
         self._tools_called = False
         self._tools_dropped = False
+        self._last_prompt: PromptMeasure | None = None
+        """The last answered request's size and prompt tokens, anchoring the ``max_tokens`` estimate."""
 
     # -- public API -------------------------------------------------------------------------------------------
 
@@ -542,7 +551,9 @@ class Agent:
         self, messages: list[dict[str, Any]], step_id: str, tools: list[dict[str, Any]] | None
     ) -> ChatCompleted:
         window = self.profile.context_length
-        room = answer_room(window, messages, tools) if window is not None and self.profile.is_local else None
+        room = None
+        if window is not None and self.profile.is_local:
+            room = answer_room(window, messages, tools, self._last_prompt)
         stream = self.client.stream_chat(
             self.profile,
             model=self.model,
@@ -649,6 +660,8 @@ class Agent:
         cost = self._record(request, completed, None, None)
         self._step_finished(step_id, attempt_id, completed, cost)
         self._check_tools_reached(step_id, messages, tools, response)
+        if response.usage is not None:
+            self._last_prompt = PromptMeasure(request_bytes(messages, tools), response.usage.prompt)
         for index, call in enumerate(response.message.calls):
             self._emit(ToolCallProposed(step_id, index, call.id, call.function.name, call.function.arguments))
         if response.message.calls:

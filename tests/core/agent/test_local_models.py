@@ -11,7 +11,7 @@ from tests.core.agent.conftest import Harness, text_reply, tool_reply
 from tests.core.providers.test_local_dialect import LLAMA_CPP_PYTHON_CALL
 from tests.loopback import Reply, sse_events
 from tiny_agent_core.agent import events
-from tiny_agent_core.agent.context import answer_room, prompt_floor
+from tiny_agent_core.agent.context import PromptMeasure, answer_room, prompt_floor, request_bytes
 from tiny_agent_core.agent.loop import configuration_differences
 from tiny_agent_core.errors import ContextLengthError, EmptyResponseError
 from tiny_agent_core.providers.openai_chat import Dialect
@@ -76,21 +76,34 @@ async def test_no_tools_dropped_once_a_call_was_made_or_usage_is_unknown(harness
 
 async def test_max_tokens_keeps_the_answer_inside_a_known_context_window(harness: Harness) -> None:
     harness.agent.profile = replace(harness.agent.profile, context_length=8192)
-    harness.server.queue(text_reply("ok", usage=(2000, 1)), text_reply("ok", usage=(2000, 1)))
+    harness.server.queue(*(text_reply("ok", usage=(2000, 1)) for _ in range(3)))
     await harness.agent.run("hi")
     body = harness.server.requests[0].json()
     assert body["max_tokens"] == answer_room(8192, body["messages"], body["tools"])
     assert 0 < body["max_tokens"] < 8192
+    await harness.agent.run("and now?")  # anchored to the 2000 prompt tokens the server counted
+    body = harness.server.requests[1].json()
+    first = harness.server.requests[0].json()
+    measure = PromptMeasure(request_bytes(first["messages"], first["tools"]), 2000)
+    assert body["max_tokens"] == answer_room(8192, body["messages"], body["tools"], measure)
     harness.agent.profile = replace(harness.agent.profile, context_length=None)
     await harness.agent.run("hi again")
-    assert "max_tokens" not in harness.server.requests[1].json()
+    assert "max_tokens" not in harness.server.requests[2].json()
 
 
 def test_token_estimates() -> None:
     messages = [{"role": "user", "content": "x" * 600}]
-    assert prompt_floor(messages, None) * 6 <= len(json.dumps([messages, []]))
-    assert answer_room(100_000, messages, None) == 100_000 - len(json.dumps([messages, []])) // 3
-    assert answer_room(200, messages, None) is None  # less than 64 tokens of room: let the server decide
+    size = len(json.dumps([messages, []]))
+    assert request_bytes(messages, None) == size
+    assert prompt_floor(messages, None) * 6 <= size
+    assert answer_room(100_000, messages, None) == 100_000 - size // 2 - 5_000
+    assert answer_room(400, messages, None) is None  # less than 64 tokens of room: let the server decide
+    # Anchored to what the server counted for the conversation so far: only the new bytes are estimated.
+    longer = [*messages, {"role": "assistant", "content": "y" * 100}]
+    grown = request_bytes(longer, None) - size
+    assert answer_room(4096, longer, None, PromptMeasure(size, 150)) == 4096 - (150 + grown // 2) - 204
+    # A smaller request (after a compaction) is not anchored to a larger one.
+    assert answer_room(4096, messages, None, PromptMeasure(size + 1, 10)) == 4096 - size // 2 - 204
 
 
 async def test_a_context_overflow_fails_with_the_way_out(harness: Harness) -> None:
