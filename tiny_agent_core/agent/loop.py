@@ -895,7 +895,11 @@ class Agent:
             return
         try:
             authorization = await self._cancellable(
-                "tool", self.policy.authorize(tool, arguments, _Announcing(self, call_id), call_id=call_id), call_id
+                "tool",
+                self.policy.authorize(
+                    tool, arguments, _Announcing(self, call_id), call_id=call_id, rationale=message.get("content")
+                ),
+                call_id,
             )
         except _Aborted:
             return  # never started: the planner writes the aborted synthetic

@@ -18,6 +18,7 @@ from tiny_agent_core.errors import StepLimitError
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.redaction import REDACTED, Redactor, masks_variable
 from tiny_agent_core.timeline import CONTINUE_PROMPT, NoticeItem, Timeline
+from tiny_agent_core.tools.approval import ApprovalAnswer, ApprovalRequest, Choice
 from tiny_agent_core.tools.base import BuiltinTool
 from tiny_agent_core.tools.registry import ToolSet
 
@@ -206,3 +207,23 @@ async def test_a_prompt_that_is_not_valid_unicode_is_refused_before_anything_is_
     with pytest.raises(ValueError, match="not valid Unicode"):
         await harness.agent.run("hello \udcff")
     assert harness.store.path.read_bytes() == before
+
+
+async def test_the_approval_hears_the_model_rationale(
+    workspace: Path, server: LoopbackServer, http: ProviderClient
+) -> None:
+    """The model's words of the step travel with the approval request ("Why:" in the dialog)."""
+    seen: list[ApprovalRequest] = []
+
+    class Recording:
+        async def ask(self, request: ApprovalRequest) -> ApprovalAnswer:
+            seen.append(request)
+            return ApprovalAnswer(Choice.ALLOW_ONCE)
+
+    harness = make_agent(workspace, server, http)
+    harness.agent.approver = Recording()
+    call = ("w1", "write", '{"path": "notes.md", "content": "hi"}')
+    server.queue(tool_reply(call, content="I will save your notes."), text_reply("Saved."))
+    assert (await harness.agent.run("save notes")).outcome == "completed"
+    harness.store.close()
+    assert [request.rationale for request in seen] == ["I will save your notes."]
