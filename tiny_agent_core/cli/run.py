@@ -1,10 +1,20 @@
 """``tiny-agent run``: run one prompt to completion in a workspace, without asking anyone.
 
 ``tiny-agent run --workspace DIR --base-url URL --model M [--api-key-env VAR] [--allow TOOL]... [--session ID]
-[--timeout SECONDS] [--max-steps N] "prompt"``
+[--timeout SECONDS] [--max-steps N] [--mcp-config FILE --mcp ALIAS...] "prompt"``
 
-- Only the tools named by ``--allow`` (``read``, ``write``, ``edit``, ``bash``, ``bg``) are offered, and any other
-  call is denied (recorded as a started tool with an error result, so the model learns it was denied).
+- Only the built-ins named by ``--allow`` (``read``, ``write``, ``edit``, ``bash``, ``bg``) are offered, and any
+  other call is denied (recorded as a started tool with an error result, so the model learns it was denied).
+- MCP servers (:mod:`tiny_agent_core.mcp`): ``--mcp-config FILE`` names the catalog (``{"servers": …}`` or Claude
+  Desktop's ``{"mcpServers": …}``) and each ``--mcp ALIAS`` one of its servers; only those are connected (all
+  at once, 10 s at most each, before the session is touched) and their tools are offered beside the built-ins.
+  ``--allow mcp:ALIAS`` lets every tool of that server run without asking, ``--allow mcp:ALIAS/TOOL`` one tool;
+  any other MCP call is denied with a hint naming its ``--allow mcp:ALIAS/TOOL``. Progress lines name MCP tools
+  ``mcp:ALIAS/TOOL``. The servers are closed when the run ends. A server that cannot be connected, or an
+  ``--allow mcp:…`` that covers no offered tool, exits 2 with one stderr line ``{"error": {"kind": "mcp",
+  "cause", "alias"?, "message"}}`` (``cause``: ``timeout``, ``connection_failed``, ``invalid_server``,
+  ``configuration``, or ``not_offered`` for the ``--allow``) and no session created or changed. Without
+  ``--mcp`` the MCP SDK is not even imported.
 - The session is written to ``DIR/.tiny-agent/sessions/`` (a new one, or ``--session ID``, which is first
   recovered if a crash left it unfinished); the index and ledger go to the user data folder (platformdirs, so
   the XDG variables move it; ``TINY_AGENT_DATA_DIR`` overrides it).
@@ -44,7 +54,9 @@
   line gives the other way out: ``tiny-agent session abandon FILE``.
 - Exit 0 when the run completed, 2 when it failed or was aborted (or recovery was blocked). Invalid arguments
   (a workspace that is not a folder, a base URL that is not ``http``/``https`` with a host and a port in
-  1–65535, a timeout that is not a number of seconds above 0, a step limit below 1) exit 2 with one line
+  1–65535, a timeout that is not a number of seconds above 0, a step limit below 1, an ``--allow`` that is neither
+  a built-in nor ``mcp:ALIAS[/TOOL]``, ``--mcp`` without ``--mcp-config``, a catalog that cannot be read or used,
+  an alias the catalog lacks, an ``--allow mcp:ALIAS`` without ``--mcp ALIAS``) exit 2 with one line
   ``tiny-agent run: error: <message>``.
 
 The key is read from the environment variable VAR and never written anywhere.
@@ -61,10 +73,11 @@ import signal
 import sqlite3
 import sys
 from collections.abc import Sequence
+from contextlib import AsyncExitStack
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tiny_agent_core.agent import events
 from tiny_agent_core.agent.events import tokens_per_second
@@ -84,13 +97,21 @@ from tiny_agent_core.errors import (
 )
 from tiny_agent_core.ledger import connect
 from tiny_agent_core.ledger.repricing import settings_overrides
+from tiny_agent_core.mcp.allow import McpAllow, allowed_names, is_mcp_spec, parse_allow, split_allow
+from tiny_agent_core.mcp.catalog import Catalog, load_catalog
+from tiny_agent_core.mcp.errors import McpCatalogError, McpConnectError
+from tiny_agent_core.mcp.names import shown_name
 from tiny_agent_core.providers.client import ProviderClient, error_summary
 from tiny_agent_core.providers.profiles import ProviderProfile, check_api_key, context_length, profile_for_base_url
 from tiny_agent_core.session.store import SessionStore, find_session
 from tiny_agent_core.tools.approval import non_interactive
+from tiny_agent_core.tools.base import Tool
 from tiny_agent_core.tools.bash import BashTool
 from tiny_agent_core.tools.bg import BgTool
 from tiny_agent_core.tools.registry import BUILTIN_NAMES, ToolSet, builtin_tools
+
+if TYPE_CHECKING:
+    from tiny_agent_core.mcp.tool import McpTool
 
 SEPARATOR = "\n---\n\n"
 """Written to stdout between a recovered answer and the new one (after a line break if the text lacks one)."""
@@ -109,7 +130,26 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--base-url", required=True, type=base_url, help="e.g. https://openrouter.ai/api/v1")
     parser.add_argument("--model", required=True, help="model id")
     parser.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
-    parser.add_argument("--allow", action="append", default=[], choices=BUILTIN_NAMES, metavar="TOOL")
+    parser.add_argument(
+        "--allow",
+        action="append",
+        default=[],
+        type=_allow,
+        metavar="TOOL",
+        help=f"let this tool run without asking: {', '.join(BUILTIN_NAMES)}, mcp:ALIAS or mcp:ALIAS/TOOL",
+    )
+    parser.add_argument(
+        "--mcp-config",
+        metavar="FILE",
+        help='the MCP catalog: {"servers": …} or Claude Desktop\'s {"mcpServers": …}',
+    )
+    parser.add_argument(
+        "--mcp",
+        action="append",
+        default=[],
+        metavar="ALIAS",
+        help="connect this server of the MCP catalog and offer its tools (repeatable)",
+    )
     parser.add_argument("--session", metavar="ID", help="continue this session instead of starting a new one")
     parser.add_argument(
         "--no-network", action="store_true", help="run bash and bg commands without network (needs the sandbox)"
@@ -147,6 +187,20 @@ def _context_length(text: str) -> int | str:
     return AUTO if text.strip().lower() == AUTO else positive_int(text)
 
 
+def _allow(text: str) -> str:
+    """``--allow``: a built-in's name, ``mcp:ALIAS`` or ``mcp:ALIAS/TOOL``."""
+    if is_mcp_spec(text):
+        try:
+            parse_allow(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    elif text not in BUILTIN_NAMES:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a tool: use {', '.join(BUILTIN_NAMES)}, mcp:ALIAS or mcp:ALIAS/TOOL"
+        )
+    return text
+
+
 class _Printer:
     """Streams answer text to stdout and tool activity to stderr."""
 
@@ -180,7 +234,8 @@ class _Printer:
         if isinstance(event, events.TextDelta):
             self.write(event.text)
         elif isinstance(event, events.ToolStarted):
-            print(f"◆ {event.name} {json.dumps(event.arguments, ensure_ascii=False)[:200]}", file=sys.stderr)
+            arguments = json.dumps(event.arguments, ensure_ascii=False)[:200]
+            print(f"◆ {shown_name(event.name)} {arguments}", file=sys.stderr)
         elif isinstance(event, events.ToolFinished):
             first = event.content.splitlines()[0][:120] if event.content else ""
             print(f"└ {event.outcome}: {first}", file=sys.stderr)
@@ -324,62 +379,123 @@ async def _recover_then_run(agent: Agent, printer: _Printer, prompt: str) -> Run
 
 
 async def _run(
-    args: argparse.Namespace, store: SessionStore, profile: ProviderProfile, key: str | None, ledger: _Ledger
-) -> int:
+    args: argparse.Namespace,
+    store: SessionStore,
+    profile: ProviderProfile,
+    key: str | None,
+    ledger: _Ledger,
+    client: ProviderClient,
+    tools: Sequence[Tool],
+    allowed: Sequence[str],
+) -> tuple[int, dict[str, Any]]:
+    """Run the prompt in ``store`` with ``tools``, only ``allowed`` ever running; the exit code and the summary."""
     workspace = args.workspace.resolve()
-    policy, approver = non_interactive(args.allow)
+    policy, approver = non_interactive(allowed)
     printer = _Printer()
 
     def record(request: RequestRecord) -> None:
         printer.requests.append(request)
         ledger(request)
 
-    async with ProviderClient() as client:
-        if args.context_length == AUTO:
-            profile = replace(profile, context_length=await context_length(client.http, profile, args.model, key))
-        elif args.context_length is not None:
-            profile = replace(profile, context_length=args.context_length)
-        agent = Agent(
-            store=store,
-            client=client,
-            profile=profile,
-            model=args.model,
-            workspace=workspace,
-            tools=builtin_tools(workspace, names=args.allow, network=not args.no_network),
-            policy=policy,
-            approver=approver,
-            api_key=key,
-            timeouts=request_timeouts(args.timeout),
-            on_event=printer,
-            record_request=record,
-            price_overrides=settings_overrides(),
-            max_steps=args.max_steps,
+    if args.context_length == AUTO:
+        profile = replace(profile, context_length=await context_length(client.http, profile, args.model, key))
+    elif args.context_length is not None:
+        profile = replace(profile, context_length=args.context_length)
+    agent = Agent(
+        store=store,
+        client=client,
+        profile=profile,
+        model=args.model,
+        workspace=workspace,
+        tools=tools,
+        policy=policy,
+        approver=approver,
+        api_key=key,
+        timeouts=request_timeouts(args.timeout),
+        on_event=printer,
+        record_request=record,
+        price_overrides=settings_overrides(),
+        max_steps=args.max_steps,
+    )
+    sandbox = _sandbox(agent.tools)
+    if sandbox is not None and not sandbox["sandboxed"]:
+        print(f"tiny-agent: bash and bg are not sandboxed: {sandbox['reason']}", file=sys.stderr)
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGINT, lambda: asyncio.ensure_future(agent.abort()))
+    try:
+        result = await _recover_then_run(agent, printer, args.prompt)
+    except RecoveryBlockedError as error:
+        print(
+            f"tiny-agent: {one_line(error)} To give up the unfinished operation instead: "
+            f"tiny-agent session abandon {store.path}",
+            file=sys.stderr,
         )
-        sandbox = _sandbox(agent.tools)
-        if sandbox is not None and not sandbox["sandboxed"]:
-            print(f"tiny-agent: bash and bg are not sandboxed: {sandbox['reason']}", file=sys.stderr)
-        loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGINT, lambda: asyncio.ensure_future(agent.abort()))
-        try:
-            result = await _recover_then_run(agent, printer, args.prompt)
-        except RecoveryBlockedError as error:
-            print(
-                f"tiny-agent: {one_line(error)} To give up the unfinished operation instead: "
-                f"tiny-agent session abandon {store.path}",
-                file=sys.stderr,
-            )
-            result = RunResult("failed", error=error)
-        except TinyAgentError as error:
-            result = RunResult("failed", error=error)
-        finally:
-            loop.remove_signal_handler(signal.SIGINT)
-            await agent.tools.close()
+        result = RunResult("failed", error=error)
+    except TinyAgentError as error:
+        result = RunResult("failed", error=error)
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        await agent.tools.close()
     if sys.stdout.isatty():
         printer.write("\n")
     ledger.close()
     summary = _summary(store, result, printer, agent.tools, profile.context_length)
+    return 0 if result.outcome == "completed" else 2, summary
+
+
+async def _connect_mcp(stack: AsyncExitStack, catalog: Catalog | None, aliases: Sequence[str]) -> list[McpTool]:
+    """Connect the servers ``aliases`` (closed with ``stack``); their tools. Imports the MCP SDK only when asked."""
+    if catalog is None or not aliases:
+        return []
+    from tiny_agent_core.mcp.servers import McpServers  # loads the SDK (~0.5-1 s): only for a run that uses it
+
+    servers = await stack.enter_async_context(McpServers.connect(catalog, aliases))
+    return list(servers.tools())
+
+
+async def _session_run(
+    args: argparse.Namespace,
+    conn: sqlite3.Connection,
+    profile: ProviderProfile,
+    key: str | None,
+    session_path: Path | None,
+    catalog: Catalog | None,
+    builtins: Sequence[str],
+    mcp_allows: Sequence[McpAllow],
+) -> int:
+    """Connect the MCP servers, then (only once they are) create or open the session and run the prompt."""
+    async with AsyncExitStack() as stack:
+        client = await stack.enter_async_context(ProviderClient())
+        try:
+            mcp_tools = await _connect_mcp(stack, catalog, args.mcp)
+        except McpConnectError as error:
+            failure = {"kind": "mcp", "cause": error.cause, "alias": error.alias, "message": one_line(error)}
+            print(json.dumps({"error": failure}, ensure_ascii=False), file=sys.stderr, flush=True)
+            return 2
+        try:
+            allowed = [*builtins, *allowed_names(mcp_allows, mcp_tools)]
+        except ValueError as error:
+            failure = {"kind": "mcp", "cause": "not_offered", "message": one_line(error)}
+            print(json.dumps({"error": failure}, ensure_ascii=False), file=sys.stderr, flush=True)
+            return 2
+        workspace = args.workspace.resolve()
+        tools: list[Tool] = [*builtin_tools(workspace, names=builtins, network=not args.no_network), *mcp_tools]
+        try:
+            if session_path is not None:
+                store = SessionStore.open(session_path)
+            else:
+                store = SessionStore.create(args.workspace, model=args.model, provider=profile.id)
+        except (TinyAgentError, OSError, ValueError) as error:
+            return _fail("session", error)
+        print(f"session {store.session_id} ({store.path})", file=sys.stderr, flush=True)
+        try:
+            ledger = _Ledger(conn, store.path, workspace, [key] if key else [])
+            code, summary = await _run(args, store, profile, key, ledger, client, tools, allowed)
+        finally:
+            store.close()
+    # the servers are closed: the summary is the last line
     print(json.dumps(summary, ensure_ascii=False), file=sys.stderr, flush=True)
-    return 0 if result.outcome == "completed" else 2
+    return code
 
 
 def _api_key(args: argparse.Namespace) -> str | None:
@@ -400,10 +516,31 @@ def _fail(kind: str, error: BaseException) -> int:
     return 2
 
 
+def _mcp_catalog(args: argparse.Namespace, mcp_allows: Sequence[McpAllow]) -> Catalog | None:
+    """The MCP catalog of ``--mcp-config`` with every ``--mcp`` alias in it (else a usage error), or ``None``."""
+    parser: argparse.ArgumentParser = args.parser
+    if args.mcp and not args.mcp_config:
+        parser.error("--mcp needs --mcp-config FILE (the MCP catalog that names the server)")
+    not_connected = list(dict.fromkeys(spec.alias for spec in mcp_allows if spec.alias not in args.mcp))
+    if not_connected:
+        adds = " ".join(f"--mcp {alias}" for alias in not_connected)
+        parser.error(f"--allow mcp:{not_connected[0]}: the MCP server is not connected (add {adds})")
+    if not args.mcp_config:
+        return None
+    try:
+        catalog = load_catalog(args.mcp_config)
+        catalog.select(args.mcp)
+    except McpCatalogError as error:
+        parser.error(str(error))
+    return catalog
+
+
 def run_command(args: argparse.Namespace) -> int:
     """Handler of ``tiny-agent run``."""
     if not args.prompt.strip():
         args.parser.error("the prompt is empty")
+    builtins, mcp_allows = split_allow(args.allow)
+    catalog = _mcp_catalog(args, mcp_allows)
     key = _api_key(args)
     profile = profile_for_base_url(args.base_url)
     try:
@@ -413,15 +550,7 @@ def run_command(args: argparse.Namespace) -> int:
     with contextlib.closing(conn):
         report_recovery(conn)
         try:
-            if args.session:
-                store = SessionStore.open(find_session(args.workspace, args.session))
-            else:
-                store = SessionStore.create(args.workspace, model=args.model, provider=profile.id)
+            session_path = find_session(args.workspace, args.session) if args.session else None
         except (TinyAgentError, OSError, ValueError) as error:
             return _fail("session", error)
-        print(f"session {store.session_id} ({store.path})", file=sys.stderr, flush=True)
-        try:
-            ledger = _Ledger(conn, store.path, args.workspace.resolve(), [key] if key else [])
-            return asyncio.run(_run(args, store, profile, key, ledger))
-        finally:
-            store.close()
+        return asyncio.run(_session_run(args, conn, profile, key, session_path, catalog, builtins, mcp_allows))

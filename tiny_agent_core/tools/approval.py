@@ -30,6 +30,10 @@ path (:attr:`ApprovalRequest.target`), warnings for an executable target or vers
 The settings file is version 2 (``rules`` added); a version 1 file is read as it is (its whole-tool permissions
 stay) and written back as version 2 on the next change.
 
+An MCP tool (function name ``mcp__…``, :mod:`tiny_agent_core.mcp.names`) is "any other tool": it asks unless
+it was allowed for the session or always, as a tool or for its whole server (the standing permission
+``mcp:<alias>`` in ``alwaysAllow``); a risky call asks all the same.
+
 For ``tiny-agent run --allow TOOL`` (nobody to ask) use :func:`non_interactive`: every call goes to an
 :class:`AllowListApprover` that allows the named tools and denies everything else; no standing permission applies.
 """
@@ -47,6 +51,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
 
+from tiny_agent_core.mcp.names import parse_function_name, shown_name
 from tiny_agent_core.tools.base import Preview, Tool, ToolOutcome
 from tiny_agent_core.tools.bg import READ_ONLY_ACTIONS
 from tiny_agent_core.tools.guard import WorkspaceGuard
@@ -114,8 +119,8 @@ class Decision:
 
     verdict: Verdict
     reason: str
-    """``default``, ``read-only action``, ``risky``, ``allowed for this session``, ``always allowed`` or
-    ``always allowed by a rule``."""
+    """``default``, ``read-only action``, ``risky``, ``allowed for this session``, ``always allowed``,
+    ``always allowed (server)`` (every tool of the MCP server) or ``always allowed by a rule``."""
     rule: AllowRule | None = None
     """The standing rule that allowed the call, if one did."""
 
@@ -223,7 +228,10 @@ class Authorization:
 
 
 class AllowListApprover:
-    """A non-interactive approver: allows (once) the named tools, denies every other call."""
+    """A non-interactive approver: allows (once) the named tools (function names), denies every other call.
+
+    The denial names the ``--allow`` value that would have allowed it: the tool's name, or ``mcp:<alias>/<tool>``
+    for an MCP tool."""
 
     def __init__(self, allowed: Iterable[str]) -> None:
         self.allowed = frozenset(allowed)
@@ -231,9 +239,9 @@ class AllowListApprover:
     async def ask(self, request: ApprovalRequest) -> ApprovalAnswer:
         if request.tool_name in self.allowed:
             return ApprovalAnswer(Choice.ALLOW_ONCE)
+        shown = shown_name(request.tool_name)
         return ApprovalAnswer.deny(
-            f"{request.tool_name} is not allowed in this non-interactive run (allow it with --allow "
-            f"{request.tool_name})."
+            f"{shown} is not allowed in this non-interactive run (allow it with --allow {shown})."
         )
 
 
@@ -427,7 +435,8 @@ class ApprovalPolicy:
         workspace: str | None = None,
         target: str | None = None,
     ) -> Decision:
-        """Allow now, or ask first. Tools without a rule ask; so does a risky call, whatever was allowed.
+        """Allow now, or ask first. Tools without a rule ask; so does a risky call, whatever was allowed (for the
+        session, always, or for the whole MCP server).
 
         ``risk`` defaults to what the arguments alone show (:func:`~tiny_agent_core.tools.risk.assess` without the
         workspace); ``workspace`` and ``target`` (the real path of a redirected file change) let path rules apply.
@@ -442,6 +451,9 @@ class ApprovalPolicy:
             return Decision(Verdict.ALLOW, "allowed for this session")
         if self.standing and self.settings.is_always_allowed(tool_name):
             return Decision(Verdict.ALLOW, "always allowed")
+        server = parse_function_name(tool_name) if self.standing else None
+        if server is not None and self.settings.is_always_allowed(f"mcp:{server[0]}"):
+            return Decision(Verdict.ALLOW, "always allowed (server)")
         rule = (
             self.settings.matching_rule(tool_name, args, workspace=workspace, target=target) if self.standing else None
         )

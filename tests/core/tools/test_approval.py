@@ -544,3 +544,33 @@ def test_a_very_long_command_is_not_plain() -> None:
     assert rule.matches("bash", {"command": "echo " + "x" * 4000})
     assert not rule.matches("bash", {"command": "echo " + "x" * 5000})
     assert prefix_choices("echo " + "x" * 5000) == ()
+
+
+async def test_always_allowing_an_mcp_server_covers_its_tools_but_not_a_risky_call(
+    settings: ToolSettings, tmp_path: Path
+) -> None:
+    from tiny_agent_core.mcp.names import function_name
+    from tiny_agent_core.tools.risk import Finding, Risk
+
+    search, other = str(function_name("docs", "search")), str(function_name("files", "search"))
+    assert ApprovalPolicy(settings).decide(search, {"q": "x"}).verdict is Verdict.ASK  # asks by default
+    settings.allow_always("mcp:docs")  # the standing permission for every tool of the server "docs"
+
+    policy = ApprovalPolicy(ToolSettings.load(tmp_path / "config"))
+    decision = policy.decide(search, {"q": "x"})
+    assert (decision.verdict, decision.reason) == (Verdict.ALLOW, "always allowed (server)")
+    assert policy.decide(str(function_name("docs", "delete")), {}).verdict is Verdict.ALLOW
+    assert policy.decide(other, {"q": "x"}).verdict is Verdict.ASK  # another server
+    assert policy.decide("docs", {}).verdict is Verdict.ASK
+    risky = Risk((Finding(RiskKind.UNCHECKED, "could not be checked"),))
+    assert policy.decide(search, {"q": "x"}, risk=risky).reason == "risky"  # a risky call still asks
+    # a scripted run (no standing permissions) ignores it
+    scripted, approver = non_interactive([])
+    assert scripted.decide(search, {"q": "x"}).verdict is Verdict.ASK
+    request = ApprovalRequest(search, {"q": "x"}, PREVIEW)
+    denial = await approver.ask(request)
+    assert denial.reason == (
+        "mcp:docs/search is not allowed in this non-interactive run (allow it with --allow mcp:docs/search)."
+    )
+    settings.revoke("mcp:docs")
+    assert ApprovalPolicy(ToolSettings.load(tmp_path / "config")).decide(search, {}).verdict is Verdict.ASK
