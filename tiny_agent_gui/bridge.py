@@ -37,6 +37,10 @@ class AgentBridge(QObject):
     """:class:`~tiny_agent_core.agent.events.ToolFinished`."""
     run_finished = Signal(object)
     """:class:`~tiny_agent_core.agent.events.RunFinished`."""
+    dialect_learned = Signal(object)
+    """:class:`~tiny_agent_core.agent.events.DialectLearned`: the server needs a repaired request form."""
+    tools_dropped = Signal(object)
+    """:class:`~tiny_agent_core.agent.events.ToolsDropped`: the server left the offered tools out of the prompt."""
 
     def sink(self, event: events.AgentEvent) -> None:
         """The agent's ``on_event`` callback: re-emit ``event`` as its signal."""
@@ -62,3 +66,7 @@ class AgentBridge(QObject):
             self.tool_finished.emit(event)
         elif isinstance(event, events.RunFinished):
             self.run_finished.emit(event)
+        elif isinstance(event, events.DialectLearned):
+            self.dialect_learned.emit(event)
+        elif isinstance(event, events.ToolsDropped):
+            self.tools_dropped.emit(event)

@@ -5,9 +5,12 @@ outcome (the core's: ``exit 1``, ``denied: <reason>``, …), arguments (pretty J
 result, the diff of an edit or write (Changes), timing, the replay policy and the step that produced it; for a step
 (an assistant message, a compaction, a failed operation's notice) the message rendered as Markdown, the model,
 stop reason, usage, cost and its source, latency, time to first token, HTTP status and the answering model, dialect
-repairs and dropped provider fields. The raw wire request and response (the Wire tab, one above the other, as text
-or as collapsible JSON trees, with "Copy as cURL") come from the ledger's capture, loaded on demand through
-``load_captures`` when the Step or Wire tab is first shown for that step; they are formatted by the core
+repairs (the answer's) beside the outbound repairs (the request's: ``tool_choice_auto``, ``tools_not_streamed``,
+``tool_call_content_empty_string``), the context window used, and dropped provider fields. Outbound repairs and the
+context window come with the live step (:meth:`InspectorPane.note_step`); the session file and the ledger do not record
+them, so a step of a reopened session says "not recorded". The raw wire request and response (the Wire tab, one above
+the other, as text or as collapsible JSON trees, with "Copy as cURL") come from the ledger's capture, loaded on demand
+through ``load_captures`` when the Step or Wire tab is first shown for that step; they are formatted by the core
 (:mod:`tiny_agent_core.wire_view`), never parsed here. Every text wraps; Ctrl+F searches the section shown. A click
 (or Enter) on a waterfall row shows what it stands for and emits :attr:`InspectorPane.row_requested` so the window
 can select it in the transcript; "Waterfall" (or Esc) goes back.
@@ -36,6 +39,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from tiny_agent_core.agent.events import StepFinished
 from tiny_agent_core.timeline import AssistantItem, CompactionItem, NoticeItem, StepInfo, Timeline, ToolItem, UserItem
 from tiny_agent_core.wire_view import CaptureAnswer, capture_answer, capture_text, capture_values, curl_command
 from tiny_agent_gui.json_tree import JsonTree
@@ -76,10 +80,17 @@ def _ms(value: int | None) -> str:
     return NOT_RECORDED if value is None else f"{value} ms"
 
 
-def step_text(step: StepInfo, answer: CaptureAnswer | None = None) -> str:
+def step_text(
+    step: StepInfo,
+    answer: CaptureAnswer | None = None,
+    outbound: tuple[str, ...] | None = None,
+    window: int | None = None,
+) -> str:
     """The step's facts as ``label: value`` lines (unknown values say so, never 0).
 
-    ``answer`` is what the raw capture says (HTTP status, answering model) when the ledger row does not.
+    ``answer`` is what the raw capture says (HTTP status, answering model) when the ledger row does not;
+    ``outbound`` the outbound repairs applied to the request and ``window`` the model's context window, both known
+    only for a step seen live (``None``: not recorded / unknown).
     """
     usage = step.usage
     if usage is None:
@@ -100,6 +111,13 @@ def step_text(step: StepInfo, answer: CaptureAnswer | None = None) -> str:
         cost = f"cost: ${step.cost} (source: {source})"
     status = step.http_status if step.http_status is not None else (answer.http_status if answer else None)
     answered = step.response_model or (answer.model if answer else None)
+    prompt = usage.prompt if usage is not None else None
+    if window is None:
+        context = f"context: {UNKNOWN} window"
+    elif prompt is None:
+        context = f"context: prompt size {UNKNOWN} of a {window:,}-token window"
+    else:
+        context = f"context: {prompt:,} of {window:,} tokens ({prompt / window:.0%})"
     lines = [
         f"model: {step.model}",
         f"answered by: {answered or NOT_RECORDED}",
@@ -107,6 +125,7 @@ def step_text(step: StepInfo, answer: CaptureAnswer | None = None) -> str:
         f"attempt id: {step.attempt_id}",
         f"stop reason: {step.stop_reason or '—'}",
         *usage_lines,
+        context,
         cost,
         f"started: {_time(step.started_at)}",
         f"latency: {_ms(step.latency_ms)}",
@@ -114,6 +133,7 @@ def step_text(step: StepInfo, answer: CaptureAnswer | None = None) -> str:
         f"HTTP status: {status if status is not None else NOT_RECORDED}",
         "dialect repairs: "
         + (NOT_RECORDED if step.repairs is None else (", ".join(step.repairs) if step.repairs else "none")),
+        "outbound repairs: " + (NOT_RECORDED if outbound is None else (", ".join(outbound) if outbound else "none")),
         "dropped provider fields: "
         + (NOT_RECORDED if step.dropped is None else (", ".join(step.dropped) if step.dropped else "none")),
     ]
@@ -182,6 +202,8 @@ class InspectorPane(QWidget):
         self._step: StepInfo | None = None
         self._captures: list[Any] = []
         """The raw captures of the step shown, once loaded."""
+        self._live: dict[str, tuple[tuple[str, ...], int | None]] = {}
+        """Attempt id → (outbound repairs, context window) of the steps seen live (not recorded elsewhere)."""
         self._stale = False
         self._refresh_timer = QTimer(self)
         self._refresh_timer.setSingleShot(True)
@@ -404,7 +426,7 @@ class InspectorPane(QWidget):
         else:
             self.overview.setPlainText(overview)
         self._step = step
-        self.step.setPlainText(step_text(step) if step is not None else "No model step.")
+        self.step.setPlainText(self._step_text(step) if step is not None else "No model step.")
         is_tool = isinstance(item, ToolItem)
         for label, shown in (
             ("Arguments", is_tool),
@@ -421,6 +443,14 @@ class InspectorPane(QWidget):
         self._captures = []
         self.curl.setEnabled(False)
         self._tab_changed(self.tabs.currentIndex())
+
+    def note_step(self, event: StepFinished) -> None:
+        """Keep what only the live step says (its outbound repairs and context window) for the Step tab."""
+        self._live[event.attempt_id] = (tuple(event.outbound_repairs), event.context_window)
+
+    def _step_text(self, step: StepInfo, answer: CaptureAnswer | None = None) -> str:
+        outbound, window = self._live.get(step.attempt_id, (None, None))
+        return step_text(step, answer, outbound, window)
 
     def show_changes(self) -> None:
         """Bring the Changes tab forward (when the shown call has a diff)."""
@@ -480,7 +510,7 @@ class InspectorPane(QWidget):
             return
         self._captures = captures
         if self._step is not None:
-            self.step.setPlainText(step_text(self._step, capture_answer(captures)))
+            self.step.setPlainText(self._step_text(self._step, capture_answer(captures)))
         requests, responses = [], []
         for number, capture in enumerate(captures, 1):
             text = capture_text(capture)

@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from tiny_agent_core.agent.events import DialectLearned, StepFinished, ToolsDropped
 from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, RunResult
 from tiny_agent_core.compare import CompareRun, Contender
 from tiny_agent_core.errors import SecretStoreError, SettingsError, TinyAgentError
@@ -54,6 +55,7 @@ from tiny_agent_gui.about_dialog import AboutDialog
 from tiny_agent_gui.approval_dialog import DialogApprover
 from tiny_agent_gui.banner import Action, Banner
 from tiny_agent_gui.compare_view import CompareView
+from tiny_agent_gui.context_window import ContextWindows
 from tiny_agent_gui.cost.view import CostView
 from tiny_agent_gui.diagnostics import Diagnostics, collect, settings_summary
 from tiny_agent_gui.error_actions import MAX_AUTO_RETRIES, ErrorAction, action_for
@@ -63,7 +65,7 @@ from tiny_agent_gui.model_picker import ModelCatalog, ModelPicker
 from tiny_agent_gui.session_controller import Connection, SessionController
 from tiny_agent_gui.sessions.pane import SessionListPane
 from tiny_agent_gui.shortcuts_dialog import ShortcutsDialog
-from tiny_agent_gui.status_bar import SessionFigures, SpeedLabel, UsageLabel
+from tiny_agent_gui.status_bar import ContextLabel, SessionFigures, SpeedLabel, UsageLabel
 from tiny_agent_gui.transcript import Composer, TranscriptView
 from tiny_agent_gui.welcome import WelcomeView
 
@@ -91,6 +93,26 @@ class Services:
     local_targets: list[tuple[str, str]] | None = None
     """Where the first run looks for local servers (``None``: the presets' ports on 127.0.0.1; tests pass a
     loopback server)."""
+    ask_context: bool = True
+    """Ask the server for the model's context window when a profile, model or session is chosen (tests whose
+    loopback server answers a script of replies turn it off)."""
+
+
+LEARNED_WORDS = {
+    ("stream_tools", False): "tool turns are sent without streaming (the server cannot stream them)",
+    ("stream_tools", True): "tool turns are streamed again",
+    ("null_content", False): 'tool-call messages are sent with empty text "" (the server refuses null)',
+    ("null_content", True): "tool-call messages are sent with null content",
+    ("tool_choice_auto", True): 'tool_choice "auto" is sent with the tools (the server needs it to use them)',
+    ("tool_choice_auto", False): "tool_choice is no longer sent",
+}
+"""What the status bar says a learned dialect change does, by (profile field, new value)."""
+
+TOOLS_DROPPED_ADVICE = (
+    " What to do: start the server with a chat template that supports tools (llama-server: --jinja), use a model "
+    "whose template has tools, or change this provider's dialect settings (Settings › Providers)."
+)
+"""Appended to the core's :class:`~tiny_agent_core.agent.events.ToolsDropped` message in the banner."""
 
 
 @dataclass(frozen=True)
@@ -146,6 +168,14 @@ class MainWindow(QMainWindow):
             self,
         )
         self.model_picker: ModelPicker | None = None
+        self.context_windows = ContextWindows(
+            services.client.http if services.client is not None else None, ask=services.ask_context, parent=self
+        )
+        self._last_prompt_tokens: int | None = None
+        self._last_window: int | None = None
+        self._learned_notice: str | None = None
+        """What the server taught during the running operation, said again when it ends (a tool's progress
+        messages replace it in the status bar meanwhile)."""
         self._tasks: set[asyncio.Future[None]] = set()
         self.timeline: Timeline | None = None
         self._closing: asyncio.Future[None] | None = None
@@ -218,9 +248,11 @@ class MainWindow(QMainWindow):
         self.status_model = QLabel()
         self.status_model.setAccessibleName("Provider and model")
         self.status_speed = SpeedLabel()
+        self.status_context = ContextLabel()
         self.status_usage = UsageLabel()
         self.statusBar().addWidget(self.status_model)
         self.statusBar().addPermanentWidget(self.status_speed)
+        self.statusBar().addPermanentWidget(self.status_context)
         self.statusBar().addPermanentWidget(self.status_usage)
 
     def _detector(self) -> Callable[[], Coroutine[Any, Any, list[LocalServer]]] | None:
@@ -321,6 +353,9 @@ class MainWindow(QMainWindow):
         self.compare_view.session_requested.connect(self._open_compared_session)
         self.compare_view.running_changed.connect(lambda _running: self._update_actions())
         self.catalog.changed.connect(self._update_status)
+        self.context_windows.changed.connect(self._update_status)
+        self.controller.dialect_learned.connect(self._dialect_learned)
+        bridge.tools_dropped.connect(self._tools_dropped)
         self.controller.session_opened.connect(self._session_opened)
         self.controller.busy_changed.connect(self._busy_changed)
         self.controller.finished.connect(self._finished)
@@ -362,6 +397,7 @@ class MainWindow(QMainWindow):
             self.welcome.start_detection()
         else:
             self.pages.setCurrentWidget(self.splitter)
+        self._ask_context_window()
         self._update_status()
 
     # -- actions ----------------------------------------------------------------------------------------------
@@ -377,7 +413,35 @@ class MainWindow(QMainWindow):
         except (SettingsError, SecretStoreError) as error:
             self.show_banner(str(error))
             return None
+        window = self.context_windows.get(config.id, profile, config.model)
+        if profile.context_length is None and window is not None:  # what the server said the window holds
+            profile = dataclasses.replace(profile, context_length=window)
         return Connection(profile, config.model, key, config.id)
+
+    def _ask_context_window(self) -> None:
+        """Ask the active profile's server for its model's context window (once; off the GUI thread)."""
+        config = self.services.settings.active()
+        if config is None or not config.model:
+            return
+        try:
+            profile = config.provider_profile()
+            if self.context_windows.asked(config.id, profile, config.model):
+                return
+            key = self.services.keys.key_for(config)  # as every run reads it (see connection())
+        except (SettingsError, SecretStoreError):
+            return
+        self.context_windows.ask(config.id, profile, config.model, key)
+
+    def _context_window(self) -> int | None:
+        """The active model's context window when known (set in its profile, or said by its server)."""
+        config = self.services.settings.active()
+        if config is None or not config.model:
+            return None
+        try:
+            profile = config.provider_profile()
+        except SettingsError:
+            return None
+        return self.context_windows.get(config.id, profile, config.model)
 
     def _price_overrides(self) -> Overrides | None:
         return self.services.settings.price_overrides or None
@@ -433,6 +497,7 @@ class MainWindow(QMainWindow):
             if path.is_dir():
                 scan_workspace(self.services.ledger, path)
         self.catalog.invalidate()
+        self._ask_context_window()
         self.sessions.reload()
         if self.services.settings.active() is not None and self.pages.currentWidget() is self.welcome:
             self.pages.setCurrentWidget(self.splitter)
@@ -637,8 +702,11 @@ class MainWindow(QMainWindow):
         self.transcript.scrollToBottom()
         self.pages.setCurrentWidget(self.splitter)
         self._last_step_usage = None
+        self._last_prompt_tokens = None
+        self._last_window = None
         self._auto_retries = 0
         self.status_speed.clear()
+        self._ask_context_window()
         self._update_status()
         self._update_actions()
         self.sessions.reload()
@@ -689,12 +757,15 @@ class MainWindow(QMainWindow):
         self.compact_action.setEnabled(writable and not busy)
         self.abandon_action.setEnabled(unfinished and not busy)
 
-    def _step_finished(self, event: object) -> None:
+    def _step_finished(self, event: StepFinished) -> None:
+        self.inspector.note_step(event)  # before the timeline changes: the inspector may re-show the step
         if self.timeline is not None:
-            self.timeline.apply_event(event)  # type: ignore[arg-type]
-        usage = getattr(event, "usage", None)
+            self.timeline.apply_event(event)
+        usage = event.usage
         if usage is not None:
             self._last_step_usage = usage
+        self._last_prompt_tokens = usage.prompt if usage is not None else None
+        self._last_window = event.context_window
         self.status_speed.step_finished(getattr(event, "latency_ms", None), getattr(event, "ttft_ms", None), usage)
         self._update_status()
 
@@ -713,6 +784,9 @@ class MainWindow(QMainWindow):
                 "the next request uses the new ones.",
                 10000,
             )
+        if self._learned_notice is not None:
+            self.statusBar().showMessage(self._learned_notice, 20000)
+            self._learned_notice = None
         if result.outcome == "failed":
             action = action_for(result.error, used.profile if used is not None else None)
             if action is not None:
@@ -743,6 +817,38 @@ class MainWindow(QMainWindow):
         elif action.kind == "context_length":
             self.show_banner(action.text, "Compact", self.controller.compact, more=("New session", self.new_session))
         self._update_actions()
+
+    def _dialect_learned(self, profile_id: str | None, event: DialectLearned) -> None:
+        """The server needs a repaired request form: keep it in the profile (saved), and say so once."""
+        settings = self.services.settings
+        config = settings.profile(profile_id) if profile_id is not None else None
+        name = config.name if config is not None else event.base_url
+        if config is not None:
+            try:
+                changes: dict[str, Any] = dict(event.changes)  # keys are ProfileConfig fields (the dialect's)
+                settings.update_profile(dataclasses.replace(config, **changes))
+            except (TypeError, SettingsError) as error:  # a field this version does not know: the run keeps it
+                _log.warning("learned dialect %s not stored: %s", event.changes, error)
+            else:
+                self._save_settings()
+                self.controller.adopt_settings()  # the running agent already sends the repaired form
+        words = "; ".join(
+            LEARNED_WORDS.get((field, value), f"{field} is now {value}") for field, value in event.changes.items()
+        )
+        _log.info("%s: learned %s", name, event.changes)
+        self._learned_notice = f"{name}: {words}."
+        self.statusBar().showMessage(self._learned_notice, 20000)
+        self._update_status()
+
+    def _tools_dropped(self, event: ToolsDropped) -> None:
+        """The model never saw the tools: say so, with the ways out."""
+        used = self.controller.connection_in_use
+        profile_id = used.profile_id if used is not None else None
+        self.show_banner(
+            event.message + TOOLS_DROPPED_ADVICE,
+            "Open provider settings",
+            lambda: self.open_settings(SettingsRequest(profile_id=profile_id)),
+        )
 
     def _retry_cancelled(self) -> None:
         self.statusBar().showMessage("Automatic retry cancelled; use Retry in the transcript when you are ready.", 8000)
@@ -777,6 +883,7 @@ class MainWindow(QMainWindow):
         )
         self.composer.model_button.show_model(self._model_label(config))
         session = self.controller.session
+        self._show_context()
         if session is None:
             self.status_usage.show_figures(None)
             self.session_title.setText("No session open")
@@ -803,6 +910,16 @@ class MainWindow(QMainWindow):
         read_only = " (read-only)" if session.read_only else ""
         self.session_title.setText(f"{title[:100]}{read_only}")
         self.session_title.setToolTip(title[:1000])
+
+    def _show_context(self) -> None:
+        """The last step's prompt tokens against the context window (the step's own, else the active model's)."""
+        window = self._last_window or self._context_window()
+        prompt = self._last_prompt_tokens
+        if prompt is None and self.controller.session is not None:
+            recorded = self._latest_recorded_usage()
+            prompt = recorded.prompt if recorded is not None else None
+        self.status_context.setVisible(self.controller.session is not None or window is not None)
+        self.status_context.show_context(prompt, window)
 
     def _latest_recorded_usage(self) -> Usage | None:
         steps = [step for step in (self.timeline.steps() if self.timeline else []) if step.usage is not None]
@@ -861,6 +978,8 @@ class MainWindow(QMainWindow):
         settings.update_profile(dataclasses.replace(config, model=entry.model))
         settings.active_profile = config.id
         self._save_settings()
+        self._last_window = None
+        self._ask_context_window()
         self._update_status()
         return True
 
@@ -989,6 +1108,7 @@ class MainWindow(QMainWindow):
         idle = self.controller.session is None and not self.controller.busy and not self.compare_view.running
         if self._shut_down or idle:
             self.catalog.close()
+            self.context_windows.close()
             super().closeEvent(event)
             return
         event.ignore()

@@ -12,13 +12,14 @@ import asyncio
 import logging
 import sqlite3
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
+from tiny_agent_core.agent.events import DialectLearned
 from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, Agent, RunResult
 from tiny_agent_core.errors import RecoveryBlockedError, TinyAgentError
 from tiny_agent_core.ledger import index_session_file, opened
@@ -44,6 +45,14 @@ class Connection:
     """The settings profile it comes from (to open that provider's settings from an error)."""
 
 
+def _settled(key: tuple[object, ...]) -> tuple[object, ...]:
+    """An agent key without the context length the window found out by itself (not a settings change)."""
+    profile = key[0]
+    if isinstance(profile, ProviderProfile):
+        return (replace(profile, context_length=None), *key[1:])
+    return key
+
+
 class SessionController(QObject):
     """The window's handle on the current session and its agent."""
 
@@ -58,6 +67,9 @@ class SessionController(QObject):
     """An operation stopped on an unexpected error and is still open in the session: offer Recover or Abort."""
     failed = Signal(str)
     """Something the user must know about that is not a run result (no provider configured, a corrupt file…)."""
+    dialect_learned = Signal(object, object)
+    """``(settings profile id or None, DialectLearned)``: the running agent's server needs a repaired request form;
+    the agent keeps it, the window stores it in that profile."""
 
     def __init__(
         self,
@@ -90,6 +102,7 @@ class SessionController(QObject):
         self._task: asyncio.Task[None] | None = None
         self._abort: asyncio.Future[bool] | None = None
         self._closing: set[asyncio.Task[None]] = set()
+        self.bridge.dialect_learned.connect(self._dialect_learned)
 
     @property
     def session(self) -> OpenedSession | None:
@@ -107,7 +120,19 @@ class SessionController(QObject):
         if self._agent_key is None:
             return False
         connection = self._connection()
-        return connection is None or self._key(connection) != self._agent_key
+        return connection is None or _settled(self._key(connection)) != _settled(self._agent_key)
+
+    def adopt_settings(self) -> None:
+        """The settings changed only by what the running agent already uses (a dialect it learned): keep the agent
+        and count the new settings as the ones it was started with."""
+        connection = self._connection()
+        if self._agent is not None and connection is not None:
+            self._agent_key = self._key(connection)
+            self._in_use = connection
+
+    def _dialect_learned(self, event: DialectLearned) -> None:
+        used = self._in_use
+        self.dialect_learned.emit(used.profile_id if used is not None else None, event)
 
     def _key(self, connection: Connection) -> tuple[object, ...]:
         """Everything the agent is built from: a changed base URL or step limit reaches the next request."""

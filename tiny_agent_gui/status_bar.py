@@ -6,7 +6,9 @@ cache. Cache reads ("Cached") and writes sit beside it, never inside it, so ``In
 
 :class:`UsageLabel` shows a session's totals. :class:`SpeedLabel` follows the request in flight (``streaming ·
 3.2 s · ≈41 tok/s``, estimated from the text received so far, about four characters a token) and, once the step
-is recorded, the provider-reported figures (``2.1 s · TTFT 0.4 s · 38 tok/s``).
+is recorded, the provider-reported figures (``2.1 s · TTFT 0.4 s · 38 tok/s``). :class:`ContextLabel` shows how
+full the model's context window was at the last step (``context 3.1k / 4k (78%)``; ``context unknown`` when the
+window is not known), in a warning colour from :data:`CONTEXT_WARNING` on.
 """
 
 from __future__ import annotations
@@ -23,19 +25,29 @@ from tiny_agent_gui.cost.formatting import cost_text, rate_text
 
 __all__ = [
     "CHARS_PER_TOKEN",
+    "CONTEXT_WARNING",
+    "ContextLabel",
     "SessionFigures",
     "SpeedLabel",
     "UsageLabel",
     "compact_count",
+    "context_text",
     "plural",
     "session_cost_text",
     "step_speed_text",
     "usage_text",
     "usage_tooltip",
+    "window_text",
 ]
 
 CHARS_PER_TOKEN = 4.0
 """The rough size of a token in characters, for the live estimate only (recorded figures are the provider's)."""
+
+CONTEXT_WARNING = 0.85
+"""From this share of the context window on, the context label is shown in the warning colour."""
+
+WARNING_COLOUR = "#d35400"
+"""Readable on light and dark backgrounds alike."""
 
 
 def plural(count: int, singular: str, plural_form: str | None = None) -> str:
@@ -243,3 +255,57 @@ class SpeedLabel(QLabel):
             text += f" · ≈{self._chars / CHARS_PER_TOKEN / generating:.0f} tok/s"
         self.setText(text)
         self.setToolTip("Live estimate from the text received so far (about four characters a token).")
+
+
+def window_text(tokens: int) -> str:
+    """A context window's size as people name it: ``4k`` for 4096, ``128k`` for 131072, else :func:`compact_count`."""
+    if tokens >= 1024 and tokens % 1024 == 0:
+        kib = tokens // 1024
+        return f"{kib // 1024}M" if kib >= 1024 and kib % 1024 == 0 else f"{kib}k"
+    return compact_count(tokens)
+
+
+def context_text(prompt: int | None, window: int | None) -> tuple[str, float | None]:
+    """The context label's text and the share of the window used (``None`` when either number is unknown).
+
+    ``prompt`` is the last step's prompt tokens (input plus cache reads and writes), ``window`` the model's context
+    window in tokens.
+    """
+    if window is None:
+        return "context unknown", None
+    if prompt is None:
+        return f"context – / {window_text(window)}", None
+    share = prompt / window
+    return f"context {compact_count(prompt)} / {window_text(window)} ({share:.0%})", share
+
+
+class ContextLabel(QLabel):
+    """How full the context window was at the last model step (its prompt tokens against the window)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setAccessibleName("Context used")
+        self.setContentsMargins(0, 0, 12, 0)
+        self.warning = False
+        """The last step used at least :data:`CONTEXT_WARNING` of the window."""
+        self.show_context(None, None)
+
+    def show_context(self, prompt: int | None, window: int | None) -> None:
+        """Show the last step's ``prompt`` tokens against the context ``window`` (either may be unknown)."""
+        text, share = context_text(prompt, window)
+        self.setText(text)
+        self.warning = share is not None and share >= CONTEXT_WARNING
+        self.setStyleSheet(f"color: {WARNING_COLOUR}; font-weight: bold;" if self.warning else "")
+        if window is None:
+            tip = (
+                "The model's context window is not known: the server did not say. Set it in Settings › Providers "
+                "(Context length)."
+            )
+        elif prompt is None:
+            tip = f"The model's context window holds {window:,} tokens; no step has reported its prompt size yet."
+        else:
+            tip = f"The last model request's prompt took {prompt:,} of the {window:,} tokens of the context window."
+            if self.warning:
+                tip += " The window is nearly full: compact the session (/compact) or start a new one."
+        self.setToolTip(tip)
+        self.setAccessibleDescription(tip)

@@ -55,7 +55,7 @@ async def window(
     http = httpx.AsyncClient(trust_env=False)
     client = ProviderClient(http)
     ledger = connect(tmp_path / "index.sqlite3")
-    services = Services(client, ledger, settings, KeyStore(environ={}), ToolSettings.in_memory())
+    services = Services(client, ledger, settings, KeyStore(environ={}), ToolSettings.in_memory(), ask_context=False)
     made = MainWindow(services)
     qtbot.addWidget(made)
     made.show()
@@ -438,7 +438,7 @@ async def test_first_run_finds_a_local_server_and_uses_it(
     ledger = connect(tmp_path / "index.sqlite3")
     targets = [("ollama", server.base_url), ("lmstudio", closed)]
     services = Services(
-        ProviderClient(http), ledger, AppSettings(), KeyStore(environ={}), ToolSettings.in_memory(), targets
+        ProviderClient(http), ledger, AppSettings(), KeyStore(environ={}), ToolSettings.in_memory(), targets, False
     )
     made = MainWindow(services)
     qtbot.addWidget(made)

@@ -4,6 +4,10 @@ Edits are staged here and applied by the dialog's Save: profiles go to the setti
 keyring (:class:`~tiny_agent_core.secrets.KeyStore`), never to a file. Fetching models and testing the connection are
 coroutines (:meth:`ProvidersPage.fetch_models`, :meth:`ProvidersPage.test_connection`); the buttons start them as
 tasks on the running (qasync) loop.
+
+Each profile also has its server's dialect (send ``tool_choice: "auto"``, stream tool turns, ``null`` content
+allowed in tool-call messages: each "Provider default", "Yes" or "No") and the model's context length (blank: ask
+the server). A dialect the agent learned from a server's refusal is stored here too, so it shows as chosen.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QIntValidator
 from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
@@ -28,7 +33,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tiny_agent_core.errors import SecretStoreError, TinyAgentError
+from tiny_agent_core.errors import SecretStoreError, SettingsError, TinyAgentError
+from tiny_agent_core.providers.openai_chat import Dialect
 from tiny_agent_core.providers.profiles import PRESETS, normalize_base_url
 from tiny_agent_core.secrets import KeyStore
 from tiny_agent_core.settings import CUSTOM, AppSettings, ProfileConfig
@@ -52,6 +58,16 @@ PRESET_ORDER = (
 """The presets in the order the "add" list offers them (custom base URL comes last)."""
 
 _ID = Qt.ItemDataRole.UserRole
+
+DIALECT_FIELDS = (
+    ("tool_choice_auto", 'Send tool_&choice "auto":', "Send tool_choice auto with the tools"),
+    ("stream_tools", "Stream too&l turns:", "Stream requests that offer tools"),
+    ("null_content", "Null content allowe&d:", "Server accepts null content in tool-call messages"),
+)
+"""``(ProfileConfig field, label, accessible name)`` of each dialect switch, in form order."""
+
+MAX_CONTEXT = 100_000_000
+"""The largest context length the form accepts, in tokens."""
 
 
 class ProvidersPage(QWidget):
@@ -143,6 +159,30 @@ class ProvidersPage(QWidget):
         self.key_status.setWordWrap(True)
         self.env_edit = QLineEdit()
         self.env_edit.setPlaceholderText("e.g. MY_PROVIDER_API_KEY")
+        self.dialect_combos: dict[str, QComboBox] = {}
+        """One per dialect field: data ``None`` (the provider's default), ``True`` or ``False``."""
+        for field_name, _label, _name in DIALECT_FIELDS:
+            combo = QComboBox()
+            combo.addItem("Provider default", None)
+            combo.addItem("Yes", True)
+            combo.addItem("No", False)
+            self.dialect_combos[field_name] = combo
+        self.dialect_combos["tool_choice_auto"].setToolTip(
+            'Send tool_choice "auto" with the tools (llama-cpp-python leaves the tools out of the prompt without it).'
+        )
+        self.dialect_combos["stream_tools"].setToolTip(
+            "No: requests that offer tools are sent without streaming (some local servers cannot stream them)."
+        )
+        self.dialect_combos["null_content"].setToolTip(
+            'No: a tool-call message\'s empty content is sent as "" (some local servers refuse null).'
+        )
+        self.context_edit = QLineEdit()
+        self.context_edit.setValidator(QIntValidator(1, MAX_CONTEXT, self.context_edit))
+        self.context_edit.setPlaceholderText("blank: ask the server")
+        self.context_edit.setToolTip(
+            "The model's context window in tokens (e.g. 4096). Leave blank to ask the server (llama.cpp, Ollama, "
+            "LM Studio and vLLM say it)."
+        )
         self.test_button = QPushButton("&Test connection")
         self.test_status = QLabel()
         self.test_status.setWordWrap(True)
@@ -156,6 +196,8 @@ class ProvidersPage(QWidget):
             (self.forget_button, "Forget stored key"),
             (self.key_status, "API key status"),
             (self.env_edit, "Key environment variable"),
+            *((self.dialect_combos[field_name], name) for field_name, _label, name in DIALECT_FIELDS),
+            (self.context_edit, "Context length in tokens"),
             (self.test_button, "Test connection"),
             (self.test_status, "Connection test result"),
         ):
@@ -177,6 +219,8 @@ class ProvidersPage(QWidget):
             ("API &key:", key_row, self.key_edit),
             ("", self.key_status, self.key_status),
             ("&Environment variable:", self.env_edit, self.env_edit),
+            *((label, self.dialect_combos[name], self.dialect_combos[name]) for name, label, _n in DIALECT_FIELDS),
+            ("Conte&xt length:", self.context_edit, self.context_edit),
         )
         for text, field, buddy in rows:
             label = QLabel(text)
@@ -195,8 +239,10 @@ class ProvidersPage(QWidget):
         self.add_button.clicked.connect(lambda: self.add_profile(self.preset_combo.currentData()))
         self.remove_button.clicked.connect(self.remove_current)
         self.active_button.clicked.connect(self.make_current_active)
-        for edit in (self.name_edit, self.url_edit, self.env_edit):
+        for edit in (self.name_edit, self.url_edit, self.env_edit, self.context_edit):
             edit.textChanged.connect(self._form_changed)
+        for combo in self.dialect_combos.values():
+            combo.currentIndexChanged.connect(self._form_changed)
         self.model_combo.currentTextChanged.connect(self._form_changed)
         self.key_edit.textChanged.connect(self._key_typed)
         self.key_edit.editingFinished.connect(self._key_entered)
@@ -398,8 +444,10 @@ class ProvidersPage(QWidget):
         try:
             self.test_status.clear()
             if profile is None:
-                for edit in (self.name_edit, self.url_edit, self.env_edit, self.key_edit):
+                for edit in (self.name_edit, self.url_edit, self.env_edit, self.key_edit, self.context_edit):
                     edit.clear()
+                for combo in self.dialect_combos.values():
+                    combo.setCurrentIndex(0)
                 self.model_combo.clear()
                 self.key_status.setText("Add a provider to configure it.")
                 return
@@ -409,10 +457,25 @@ class ProvidersPage(QWidget):
             self.url_edit.setPlaceholderText(preset.base_url if preset else "http://host:port/v1")
             self.env_edit.setText(profile.key_env or "")
             self.key_edit.setText(self._keys.get(profile.id, ""))
+            self.context_edit.setText(str(profile.context_length) if profile.context_length is not None else "")
+            self._show_dialect(profile)
             self._fill_models(profile)
         finally:
             self._loading = False
         self._show_key_status(profile)
+
+    def _show_dialect(self, profile: ProfileConfig) -> None:
+        """Select each dialect switch's value and name the provider's default in its "Provider default" entry."""
+        try:
+            defaults = replace(profile, tool_choice_auto=None, stream_tools=None, null_content=None)
+            dialect = defaults.provider_profile().dialect
+        except SettingsError:  # a custom profile without a base URL yet
+            dialect = Dialect()
+        chosen = profile.dialect_settings()
+        for field_name, combo in self.dialect_combos.items():
+            default = "yes" if getattr(dialect, field_name) else "no"
+            combo.setItemText(0, f"Provider default ({default})")
+            combo.setCurrentIndex(max(0, combo.findData(chosen[field_name])))
 
     def _fill_models(self, profile: ProfileConfig) -> None:
         loading, self._loading = self._loading, True
@@ -460,6 +523,8 @@ class ProvidersPage(QWidget):
             base_url=normalize_base_url(self.url_edit.text()) or None,
             model=self.model_combo.currentText().strip() or None,
             key_env=self.env_edit.text().strip() or None,
+            context_length=int(self.context_edit.text()) if self.context_edit.text().strip().isdigit() else None,
+            **{name: combo.currentData() for name, combo in self.dialect_combos.items()},
         )
         self._profiles[self._profiles.index(profile)] = updated
         item = self.list.currentItem()
