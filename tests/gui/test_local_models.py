@@ -91,7 +91,7 @@ async def test_a_server_that_cannot_stream_tool_turns_is_remembered_in_the_profi
     assert "outbound repairs: tool_choice_auto, tools_not_streamed\n" in step
     window.inspector.show_item(answers[-1])  # the request after the call: its null content was sent as ""
     assert "tools_not_streamed, tool_call_content_empty_string" in window.inspector.step.toPlainText()
-    await asyncio.sleep(0.1)  # the dropped stream's deferred work runs while the loop does
+    await asyncio.sleep(0.1)  # qasync: deferred closing of the dropped streams runs while the loop does (teardown)
 
 
 async def test_tools_the_server_left_out_are_shown_with_what_to_do(window: MainWindow, server: LoopbackServer) -> None:
@@ -105,6 +105,7 @@ async def test_tools_the_server_left_out_are_shown_with_what_to_do(window: MainW
     assert "--jinja" in text
     assert "Settings › Providers" in text
     assert window.banner_action.text().replace("&", "") == "Open provider settings"
+    await asyncio.sleep(0.1)  # see the first test
 
 
 async def test_the_context_label_shows_the_last_prompt_against_the_window(
@@ -126,6 +127,7 @@ async def test_the_context_label_shows_the_last_prompt_against_the_window(
     assert window.status_context.text() == "context 3.6k / 4k (88%)"
     assert window.status_context.warning
     assert "compact" in window.status_context.toolTip()
+    await asyncio.sleep(0.1)  # see the first test
 
 
 async def test_without_a_window_the_label_says_unknown(window: MainWindow, server: LoopbackServer) -> None:
@@ -135,6 +137,7 @@ async def test_without_a_window_the_label_says_unknown(window: MainWindow, serve
     await window.controller.wait_idle()
     assert window.status_context.text() == "context unknown"
     assert "Settings › Providers" in window.status_context.toolTip()
+    await asyncio.sleep(0.1)  # see the first test
 
 
 @pytest.fixture
@@ -182,6 +185,7 @@ async def test_the_window_asks_the_server_once_and_passes_it_to_the_agent(
     await asking_window.controller.wait_idle()
     assert server.requests[1].path == "/v1/chat/completions"
     assert asking_window.status_context.text() == "context 4.1k / 8k (50%)"
+    await asyncio.sleep(0.1)  # see the first test
 
 
 def test_context_words() -> None:
