@@ -128,7 +128,7 @@ async def _demo(app: QApplication) -> None:
         http = httpx.AsyncClient(trust_env=False)
         client = ProviderClient(http)
         ledger = connect(base / "index.sqlite3")
-        services = Services(client, ledger, settings, KeyStore(environ={}), ToolSettings.in_memory())
+        services = Services(client, ledger, settings, KeyStore(environ={}), ToolSettings.in_memory(), ask_context=False)
         window = MainWindow(services)
         window.controller._approver = _DemoApprover()  # the demo approves for you (and denies a force push)
         window.resize(1440, 900)
@@ -213,7 +213,10 @@ async def _demo(app: QApplication) -> None:
         tool = next(t for t in builtin_tools(workspace) if t.name == "edit")
         arguments = {"path": "greet.py", "edits": [{"oldText": 'f"Hello, {name}!"', "newText": 'f"Hi, {name}!"'}]}
         approval = ApprovalDialog(
-            await ApprovalPolicy(ToolSettings.in_memory()).request_for(tool, arguments, call_id="call_9"), window
+            await ApprovalPolicy(ToolSettings.in_memory()).request_for(
+                tool, arguments, call_id="call_9", rationale="A shorter greeting reads better in the CLI banner."
+            ),
+            window,
         )
         approval.resize(760, 560)
         approval.show()

@@ -125,7 +125,9 @@ async def _measure(base_url: str, tick_ms: float) -> dict[str, object]:
 
         ledger = connect()
         http = httpx.AsyncClient(trust_env=False)
-        services = Services(ProviderClient(http), ledger, settings, KeyStore(environ={}), ToolSettings.in_memory())
+        services = Services(
+            ProviderClient(http), ledger, settings, KeyStore(environ={}), ToolSettings.in_memory(), ask_context=False
+        )
         window = MainWindow(services)
         window.resize(1280, 800)
         window.show()
