@@ -118,7 +118,8 @@ def listener() -> Iterator[int]:
 
 def connect(port: int) -> str:
     script = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=10); print('connected')"
-    return f'{sys.executable} -c "{script}"'
+    # The interpreter itself, not the venv's link to it: a venv under /tmp is hidden by the sandbox's private /tmp.
+    return f'{os.path.realpath(sys.executable)} -c "{script}"'
 
 
 @needs_sandbox
