@@ -36,7 +36,6 @@ from tiny_agent_core.ledger.rebuild import RebuildReport, rebuild
 from tiny_agent_core.ledger.repricing import refresh_prices
 from tiny_agent_core.ledger.requests import (
     Cost,
-    CostSource,
     LiveRequest,
     RequestRow,
     add_raw_capture,
@@ -47,6 +46,7 @@ from tiny_agent_core.ledger.requests import (
     session_requests,
 )
 from tiny_agent_core.ledger.transactions import transaction
+from tiny_agent_core.pricing import CostSource
 
 __all__ = [
     "CorruptFile",

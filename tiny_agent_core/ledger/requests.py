@@ -23,18 +23,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 
 from tiny_agent_core.errors import LedgerError
 from tiny_agent_core.ledger import sidecar
 from tiny_agent_core.ledger.repricing import reprice_request
 from tiny_agent_core.ledger.totals import decimal_from_text
 from tiny_agent_core.ledger.transactions import transaction
+from tiny_agent_core.pricing import CostSource
 from tiny_agent_core.usage import Usage
-
-CostSource = Literal["provider", "price_table", "override", "not_billed", "local"]
-"""Where a cost came from: the provider's own figure, a price-table computation, the user's override, a failed
-request no provider bills (0), or a local server without an API charge (0)."""
 
 COST_SOURCES: tuple[str, ...] = get_args(CostSource)
 
