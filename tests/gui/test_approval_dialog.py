@@ -97,13 +97,13 @@ def test_bash_shows_the_command(qtbot: QtBot) -> None:
 
 def test_the_real_target_and_warnings_are_shown_above_the_diff(qtbot: QtBot) -> None:
     warnings = ("The target is executable (mode 0755).", "The target is inside a .git/ folder: <hooks> run.")
-    preview = Preview("diff", DIFF, target="/work/repo/.git/hooks/pre-commit", warnings=warnings)
+    preview = Preview("diff", DIFF, target="/srv/project/.git/hooks/pre-commit", warnings=warnings)
     dialog = make(qtbot, ApprovalRequest("write", {"path": "notes.md", "content": "x"}, preview))
     assert dialog.target_label is not None
     assert dialog.warnings_label is not None
     assert dialog.target_label.isVisible()
     assert dialog.warnings_label.isVisible()
-    assert "/work/repo/.git/hooks/pre-commit" in dialog.target_label.text()
+    assert "/srv/project/.git/hooks/pre-commit" in dialog.target_label.text()
     assert dialog.target_label.accessibleName() == "Real target"
     assert "&lt;hooks&gt;" in dialog.warnings_label.text()  # escaped, not markup from the repository
     assert dialog.warnings_label.accessibleDescription() == " ".join(warnings)
