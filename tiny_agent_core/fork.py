@@ -178,8 +178,7 @@ def fork_before(
     if cut is None:
         raise ForkError(f"{entry_id} is not a committed user message of session {source.session_id}.")
     if workspace is None:
-        cwd = Path(source.state.header.cwd)
-        workspace = cwd if cwd.is_dir() else origin.parent.parent.parent
+        workspace = source.workspace
     fork = SessionStore.create(workspace, model=model, provider=provider)
     try:
         renamer = _Renamer()

@@ -37,8 +37,7 @@ class OpenedSession:
     def workspace(self) -> Path:
         """The workspace the session works in: its header's ``cwd`` (what the writer ran in) when that folder
         exists here, else the folder holding its ``.tiny-agent/sessions/``."""
-        cwd = Path(self.store.state.header.cwd)
-        return cwd if cwd.is_dir() else self.store.path.parent.parent.parent
+        return self.store.workspace
 
     @property
     def read_only(self) -> bool:

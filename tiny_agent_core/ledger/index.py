@@ -22,6 +22,7 @@ from tiny_agent_core.ledger.paths import sessions_dir
 from tiny_agent_core.ledger.repricing import refresh_prices, reprice_request, reprice_session
 from tiny_agent_core.ledger.totals import decimal_from_text
 from tiny_agent_core.ledger.transactions import transaction
+from tiny_agent_core.session.store import session_workspace
 from tiny_agent_core.usage import Usage
 
 
@@ -363,7 +364,7 @@ def index_session_file(conn: sqlite3.Connection, path: Path, workspace: Path | N
     """
     path = Path(os.path.abspath(path))
     if workspace is None:
-        workspace = path.parent.parent.parent
+        workspace = session_workspace(path)
     with transaction(conn):
         workspace_id = add_workspace(conn, workspace)
         stat = path.stat()

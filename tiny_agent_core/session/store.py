@@ -50,6 +50,7 @@ __all__ = [
     "find_session",
     "require_header_line",
     "session_file_name",
+    "session_workspace",
     "sessions_directory",
 ]
 
@@ -71,6 +72,11 @@ def environment_identity(workspace: str | os.PathLike[str], environ: Mapping[str
 def sessions_directory(workspace: str | os.PathLike[str]) -> Path:
     """``<workspace>/.tiny-agent/sessions`` (not resolved, not created)."""
     return Path(workspace) / ".tiny-agent" / "sessions"
+
+
+def session_workspace(session_file: str | os.PathLike[str]) -> Path:
+    """The workspace whose :func:`sessions_directory` holds ``session_file`` (its folder's grandparent)."""
+    return Path(session_file).parent.parent.parent
 
 
 def session_file_name(created: datetime, session_id: str) -> str:
@@ -324,6 +330,13 @@ class SessionStore:
     def read_only(self) -> bool:
         """Whether this store was opened without the right to append."""
         return self._fd is None
+
+    @property
+    def workspace(self) -> Path:
+        """The workspace the session works in: its header's ``cwd`` (what the writer ran in) when that folder
+        exists here, else the folder holding its ``.tiny-agent/sessions/`` (:func:`session_workspace`)."""
+        cwd = Path(self._state.header.cwd)
+        return cwd if cwd.is_dir() else session_workspace(self.path)
 
     @property
     def closed(self) -> bool:
