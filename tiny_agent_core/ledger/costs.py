@@ -281,15 +281,21 @@ def _conditions(selection: Selection) -> tuple[list[str], list[Any], list[str], 
     if selection.workspaces is not None:
         session_where.append("w.path IN (SELECT value FROM json_each(?))")
         session_params.append(json.dumps([str(resolve_workspace(path)) for path in selection.workspaces]))
-    time_where: list[str] = []
-    time_params: list[Any] = []
-    if selection.since is not None:
-        time_where.append("r.started_at >= ?")
-        time_params.append(_local_ms(selection.since))
-    if selection.until is not None:
-        time_where.append("r.started_at < ?")
-        time_params.append(_local_ms(selection.until + timedelta(days=1)))
+    time_where, time_params = _day_range("r.started_at", selection)
     return session_where, session_params, time_where, time_params
+
+
+def _day_range(column: str, selection: Selection) -> tuple[list[str], list[Any]]:
+    """Conditions (with their parameters) keeping ``column`` within the selection's local days."""
+    where: list[str] = []
+    params: list[Any] = []
+    if selection.since is not None:
+        where.append(f"{column} >= ?")
+        params.append(_local_ms(selection.since))
+    if selection.until is not None:
+        where.append(f"{column} < ?")
+        params.append(_local_ms(selection.until + timedelta(days=1)))
+    return where, params
 
 
 _AGGREGATES = """
@@ -387,14 +393,7 @@ def _session_rows(conn: sqlite3.Connection, selection: Selection) -> list[tuple[
     session_where, session_params, time_where, time_params = _conditions(selection)
     keys = _KEYS["session"]
     join_time = "".join(f" AND {condition}" for condition in time_where)
-    created: list[str] = []
-    created_params: list[Any] = []
-    if selection.since is not None:
-        created.append("s.created_at >= ?")
-        created_params.append(_local_ms(selection.since))
-    if selection.until is not None:
-        created.append("s.created_at < ?")
-        created_params.append(_local_ms(selection.until + timedelta(days=1)))
+    created, created_params = _day_range("s.created_at", selection)
     having = " AND ".join(created)
     sql = (
         f"SELECT {', '.join(keys)}, {_AGGREGATES} FROM sessions AS s JOIN workspaces AS w ON w.id = s.workspace_id "
