@@ -16,7 +16,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import PySide6
 import shiboken6
@@ -35,7 +35,6 @@ from PySide6.QtWidgets import (
 
 from tiny_agent_core.agent.events import DialectLearned, StepFinished, ToolsDropped
 from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, RunResult
-from tiny_agent_core.compare import CompareRun, Contender
 from tiny_agent_core.errors import SecretStoreError, SettingsError, TinyAgentError
 from tiny_agent_core.fork import fork_before
 from tiny_agent_core.ledger import IndexConnection, default_workspace, raw_captures, scan_workspace
@@ -54,7 +53,6 @@ from tiny_agent_core.workbench import OpenedSession
 from tiny_agent_gui.about_dialog import AboutDialog
 from tiny_agent_gui.approval_dialog import DialogApprover
 from tiny_agent_gui.banner import Action, Banner
-from tiny_agent_gui.compare_view import CompareView
 from tiny_agent_gui.context_window import ContextWindows
 from tiny_agent_gui.cost.view import CostView
 from tiny_agent_gui.diagnostics import Diagnostics, collect, settings_summary
@@ -68,6 +66,10 @@ from tiny_agent_gui.shortcuts_dialog import ShortcutsDialog
 from tiny_agent_gui.status_bar import ContextLabel, SessionFigures, SpeedLabel, UsageLabel
 from tiny_agent_gui.transcript import Composer, TranscriptView
 from tiny_agent_gui.welcome import WelcomeView
+
+if TYPE_CHECKING:  # the compare machinery is imported when the compare view is first shown
+    from tiny_agent_core.compare import CompareRun
+    from tiny_agent_gui.compare_view import CompareView
 
 _log = logging.getLogger(__name__)
 
@@ -236,13 +238,12 @@ class MainWindow(QMainWindow):
 
         self.welcome = WelcomeView(self.services.keys.status(), detector=self._detector())
         self.cost_view = CostView(self.services.ledger, load=False)
-        self.compare_view = CompareView(self._start_compare)
+        self._compare_view: CompareView | None = None  # made when first shown (see compare_view)
 
         self.pages = QStackedWidget()
         self.pages.addWidget(self.welcome)
         self.pages.addWidget(self.splitter)
         self.pages.addWidget(self.cost_view)
-        self.pages.addWidget(self.compare_view)
         self.setCentralWidget(self.pages)
 
         self.status_model = QLabel()
@@ -349,9 +350,6 @@ class MainWindow(QMainWindow):
         self.composer.cancel_requested.connect(self.stop)
         self.composer.model_requested.connect(self.choose_model)
         self.transcript.rerun_requested.connect(self.rerun)
-        self.compare_view.add_model_requested.connect(self._add_compare_model)
-        self.compare_view.session_requested.connect(self._open_compared_session)
-        self.compare_view.running_changed.connect(lambda _running: self._update_actions())
         self.catalog.changed.connect(self._update_status)
         self.context_windows.changed.connect(self._update_status)
         self.controller.dialect_learned.connect(self._dialect_learned)
@@ -560,11 +558,12 @@ class MainWindow(QMainWindow):
     def stop(self) -> None:
         """Stop (Esc, Ctrl+.): cancel a waiting automatic retry, else stop the running compare (on its page, or
         when no session operation runs), else stop the running operation."""
-        compare_first = self.pages.currentWidget() is self.compare_view or not self.controller.busy
+        compare = self._compare_view
+        compare_first = not self.controller.busy or (compare is not None and self.pages.currentWidget() is compare)
         if self.banner.cancel_countdown():
             self.statusBar().showMessage("Automatic retry cancelled.", 5000)
-        elif self.compare_view.running and compare_first:
-            self.compare_view.cancel()
+        elif compare is not None and compare.running and compare_first:
+            compare.cancel()
         else:
             self.controller.cancel()
         self._update_actions()
@@ -753,7 +752,7 @@ class MainWindow(QMainWindow):
         busy = self.controller.busy if busy is None else busy
         writable = session is not None and not session.read_only and not session.store.closed
         unfinished = writable and session is not None and session.store.state.operation.kind != "idle"
-        self.stop_action.setEnabled(busy or self.banner.counting_down or self.compare_view.running)
+        self.stop_action.setEnabled(busy or self.banner.counting_down or self._comparing)
         self.compact_action.setEnabled(writable and not busy)
         self.abandon_action.setEnabled(unfinished and not busy)
 
@@ -1045,6 +1044,25 @@ class MainWindow(QMainWindow):
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    @property
+    def compare_view(self) -> CompareView:
+        """The compare view (Ctrl+3), made and added to the pages the first time it is needed."""
+        if self._compare_view is None:
+            from tiny_agent_gui.compare_view import CompareView
+
+            view = CompareView(self._start_compare)
+            view.add_model_requested.connect(self._add_compare_model)
+            view.session_requested.connect(self._open_compared_session)
+            view.running_changed.connect(lambda _running: self._update_actions())
+            self.pages.addWidget(view)
+            self._compare_view = view
+        return self._compare_view
+
+    @property
+    def _comparing(self) -> bool:
+        """A compare run is in flight."""
+        return self._compare_view is not None and self._compare_view.running
+
     def show_compare(self) -> None:
         """Show the compare view; a new compare starts with the composer's text and the current model."""
         view = self.compare_view
@@ -1074,6 +1092,8 @@ class MainWindow(QMainWindow):
     ) -> CompareRun | None:
         """A compare run of ``prompt`` on ``entries`` in copies of the open session's workspace (else the current
         one), in the data folder; ``None`` (and a banner) when a model's provider cannot be used."""
+        from tiny_agent_core.compare import CompareRun, Contender
+
         settings = self.services.settings
         contenders = []
         for entry in entries:
@@ -1105,7 +1125,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         """Stop a running operation (durably), stop the session's background processes and release its lock, then
         close."""
-        idle = self.controller.session is None and not self.controller.busy and not self.compare_view.running
+        idle = self.controller.session is None and not self.controller.busy and not self._comparing
         if self._shut_down or idle:
             self.catalog.close()
             self.context_windows.close()
@@ -1116,9 +1136,9 @@ class MainWindow(QMainWindow):
             self._closing = asyncio.ensure_future(self._shutdown())
 
     async def _shutdown(self) -> None:
-        if self.compare_view.running:
-            self.compare_view.cancel()
-            await self.compare_view.wait()
+        if self._compare_view is not None and self._compare_view.running:
+            self._compare_view.cancel()
+            await self._compare_view.wait()
         if self.controller.busy:
             self.controller.cancel()
             await self.controller.wait_idle()
