@@ -3,8 +3,8 @@
 A :class:`RawCapture` is what the inspector shows under "raw wire": the request body as sent, the HTTP status,
 the response headers that matter (request ids, rate limits, retry hints), the raw response body or SSE text, and
 timings. It never holds a credential: the ``Authorization`` (and ``api-key``) header is not recorded at all, and
-the key string is scrubbed from everything that is. Bodies are capped (:data:`DEFAULT_CAPTURE_LIMIT` each);
-``*_dropped_bytes`` says how much the cap left out.
+the key is masked (:class:`~tiny_agent_core.redaction.Redactor`) in everything that is. Bodies are capped
+(:data:`DEFAULT_CAPTURE_LIMIT` each); ``*_dropped_bytes`` says how much the cap left out.
 
 :class:`CaptureRecorder` builds one while the request runs (it is the only object that knows the key) and
 :meth:`CaptureRecorder.finish` returns the scrubbed, immutable-by-convention capture.
@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from tiny_agent_core.redaction import REDACTED as REDACTED  # what replaces the key, re-exported
+from tiny_agent_core.redaction import Redactor
+
 DEFAULT_CAPTURE_LIMIT = 1024 * 1024
 """Bytes kept of the request body and of the response body (each)."""
-
-REDACTED = "[redacted]"
-"""What replaces the API key wherever it would have appeared."""
 
 _SECRET_HEADERS = frozenset({"authorization", "api-key", "x-api-key", "proxy-authorization", "cookie"})
 
@@ -175,13 +175,6 @@ class _CappedText:
         return "".join(self.parts)
 
 
-def scrub(text: str, secret: str | None) -> str:
-    """``text`` with every occurrence of ``secret`` replaced by :data:`REDACTED`."""
-    if not secret:
-        return text
-    return text.replace(secret, REDACTED)
-
-
 class CaptureRecorder:
     """Records one request as it happens; :meth:`finish` gives the scrubbed :class:`RawCapture`.
 
@@ -201,7 +194,7 @@ class CaptureRecorder:
         limit: int = DEFAULT_CAPTURE_LIMIT,
         outbound_repairs: tuple[str, ...] = (),
     ) -> None:
-        self._secret = secret or None
+        self._redact = Redactor([secret])
         self._limit = limit
         self._t0 = time.perf_counter()
         # Keep a key's length beyond the cap, so a key cut by the cap is still scrubbed whole.
@@ -262,18 +255,18 @@ class CaptureRecorder:
             return capture
         self._finished = True
         capture.timings.done_ms = self._elapsed()
-        secret = self._secret
+        redact = self._redact
         capture.request_body, capture.request_dropped_bytes = self._scrubbed(self._request)
         capture.response_body, capture.response_dropped_bytes = self._scrubbed(self._response)
-        capture.url = scrub(capture.url, secret)
-        capture.request_headers = {k: scrub(v, secret) for k, v in capture.request_headers.items()}
-        capture.response_headers = {k: scrub(v, secret) for k, v in capture.response_headers.items()}
+        capture.url = redact(capture.url)
+        capture.request_headers = {k: redact(v) for k, v in capture.request_headers.items()}
+        capture.response_headers = {k: redact(v) for k, v in capture.response_headers.items()}
         if capture.error is not None:
-            capture.error = {k: scrub(v, secret) if isinstance(v, str) else v for k, v in capture.error.items()}
+            capture.error = {k: redact(v) if isinstance(v, str) else v for k, v in capture.error.items()}
         return capture
 
     def _scrubbed(self, buffer: _CappedText) -> tuple[str, int]:
-        data = scrub(buffer.text(), self._secret).encode("utf-8")
+        data = self._redact(buffer.text()).encode("utf-8")
         dropped = buffer.dropped
         if len(data) > self._limit:
             dropped += len(data) - self._limit

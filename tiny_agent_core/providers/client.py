@@ -41,7 +41,7 @@ import httpx
 from httpx_sse import EventSource, SSEError
 
 from tiny_agent_core.errors import MalformedResponseError, ProviderConnectionError, ProviderError, ProviderHTTPError
-from tiny_agent_core.providers.capture import DEFAULT_CAPTURE_LIMIT, CaptureRecorder, RawCapture, scrub
+from tiny_agent_core.providers.capture import DEFAULT_CAPTURE_LIMIT, CaptureRecorder, RawCapture
 from tiny_agent_core.providers.openai_chat import (
     DEFAULT_LIMITS,
     Dialect,
@@ -67,6 +67,7 @@ from tiny_agent_core.providers.transport import (
     read_body,
     translate_transport_errors,
 )
+from tiny_agent_core.redaction import Redactor
 
 __all__ = [
     "ChatCompleted",
@@ -232,6 +233,7 @@ class ChatStream:
         self.profile = profile
         self._body = body
         self._api_key = api_key or None
+        self._redact = Redactor([api_key])
         self.timeouts = timeouts
         self.limits = limits
         self._capture_limit = capture_limit
@@ -276,11 +278,12 @@ class ChatStream:
 
     def _scrub_error(self, error: ProviderError) -> None:
         """Make sure the key never travels inside an error message or body."""
-        key = self._api_key
-        if key and key in str(error):
-            error.args = (scrub(str(error), key),)
-        if key and isinstance(error, ProviderHTTPError):
-            error.body = scrub(error.body, key)
+        message = str(error)
+        scrubbed = self._redact(message)
+        if scrubbed != message:
+            error.args = (scrubbed,)
+        if isinstance(error, ProviderHTTPError):
+            error.body = self._redact(error.body)
 
     async def _run(self) -> AsyncGenerator[ChatEvent, None]:
         resent = False
