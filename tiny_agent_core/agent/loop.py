@@ -787,7 +787,8 @@ class Agent:
         """Live: ``[usage?, stepFailed, operationFinished failed]`` in one transaction; recovery: the first two."""
         operation = self.store.state.operation
         assert operation.kind != "idle"
-        message, _ = facts.make_persistable(self._scrub(str(error) or error.__class__.__name__))
+        # Masked whatever a lower layer put in it (defence in depth: it is persisted).
+        message, _ = facts.make_persistable(self._redact(str(error) or error.__class__.__name__))
         transaction = [
             *self._usage_facts(operation.operation_id, attempt_id, error.usage),
             self._step_failed(step_id, attempt_id, "model_error", message),
@@ -806,10 +807,6 @@ class Agent:
             self._conclude(RunResult("failed", error=error), operation.operation_id)
         else:
             self._last_outcome = RunResult("failed", error=error)
-
-    def _scrub(self, text: str) -> str:
-        """``text`` without any known secret, whatever a lower layer put in it (defence in depth: it is persisted)."""
-        return self._redact(text)
 
     def _price(self, response: NormalizedResponse | None, error: ProviderError | None) -> Cost:
         usage = response.usage if response is not None else (error.usage if error is not None else None)
