@@ -218,14 +218,7 @@ def _call_span(items: Sequence[object], index: int, run_start: int) -> CallSpan:
 
 
 def _usage_json(usage: Usage | None) -> dict[str, int] | None:
-    if usage is None:
-        return None
-    return {
-        "input": usage.input,
-        "output": usage.output,
-        "cacheRead": usage.cache_read,
-        "cacheWrite": usage.cache_write,
-    }
+    return None if usage is None else usage.as_dict()
 
 
 def _call_json(span: CallSpan) -> dict[str, Any]:
