@@ -13,6 +13,8 @@ from typing import Any
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTreeView, QWidget
 
+from tiny_agent_gui.status_bar import plural
+
 NODE_LIMIT = 20_000
 """Nodes shown at most."""
 
@@ -59,9 +61,9 @@ class JsonTree(QTreeView):
                 continue
             key_item = QStandardItem(str(key))
             if isinstance(child, dict):
-                summary = f"{{{len(child)} key{'s' if len(child) != 1 else ''}}}"
+                summary = f"{{{plural(len(child), 'key')}}}"
             elif isinstance(child, list):
-                summary = f"[{len(child)} item{'s' if len(child) != 1 else ''}]"
+                summary = f"[{plural(len(child), 'item')}]"
             else:
                 summary = _scalar(child)
             value_item = QStandardItem(summary)

@@ -27,6 +27,7 @@ from tiny_agent_core.timeline import Timeline
 from tiny_agent_core.trace import CallSpan, RunSpan, StepSpan, Trace, TraceRow, build_trace
 from tiny_agent_core.usage import Usage
 from tiny_agent_gui.cost.formatting import cost_text
+from tiny_agent_gui.status_bar import plural
 from tiny_agent_gui.transcript.model import format_duration, tool_state
 from tiny_agent_gui.transcript.outcome_style import outcome_colour, outcome_mark
 
@@ -200,8 +201,8 @@ class WaterfallDelegate(QStyledItemDelegate):
             font.setBold(True)
             label = f"Run {number}: {row.title or '(no prompt)'}"
             detail = (
-                f"{format_duration(row.duration_ms) or '0 ms'} · {len(row.steps)} request"
-                f"{'s' if len(row.steps) != 1 else ''} · {sum(len(step.calls) for step in row.steps)} tool calls"
+                f"{format_duration(row.duration_ms) or '0 ms'} · {plural(len(row.steps), 'request')} · "
+                f"{plural(sum(len(step.calls) for step in row.steps), 'tool call')}"
             )
             painter.setFont(self._view.font())
             painter.setPen(muted)
@@ -308,7 +309,7 @@ def totals_text(trace: Trace) -> str:
         1 for step in steps for call in step.calls if call.item.outcome is not None and call.item.outcome.kind != "ok"
     )
     return (
-        f"{len(steps)} model request{'s' if len(steps) != 1 else ''} · {calls} tool call{'s' if calls != 1 else ''}"
+        f"{plural(len(steps), 'model request')} · {plural(calls, 'tool call')}"
         + (f" ({failed} not ok)" if failed else "")
         + f" · {format_duration(trace.duration_ms) or '0 ms'} working · {_tokens(trace.usage)} · "
         + cost_text(trace.cost, trace.unknown_costs)

@@ -26,6 +26,7 @@ from tiny_agent_core.timeline import (
 )
 from tiny_agent_core.trace import duration_text
 from tiny_agent_gui.cost.formatting import cost_text
+from tiny_agent_gui.status_bar import plural
 
 ITEM_ROLE = Qt.ItemDataRole.UserRole + 1
 """Custom role: the row's item (a timeline item, or a :class:`StreamingItem` for the in-flight text)."""
@@ -84,8 +85,7 @@ def accessible_text(item: TimelineItem | StreamingItem) -> str:
         step = f"{item.step.model}, {step_usage_text(item.step)}, {cost_text(item.step.cost)}"
         if item.text.strip():
             return f"Assistant ({step}): {item.text}"
-        calls = len(item.calls)
-        return f"Assistant step ({step}) calling {calls} tool{'' if calls == 1 else 's'}"
+        return f"Assistant step ({step}) calling {plural(len(item.calls), 'tool')}"
     if isinstance(item, StreamingItem):
         return f"Assistant, streaming: {item.text}"
     if isinstance(item, NoticeItem) and item.retryable:

@@ -58,6 +58,7 @@ from PySide6.QtWidgets import (
 from tiny_agent_core.timeline import AssistantItem, CompactionItem, NoticeItem, TimelineItem, ToolItem, UserItem
 from tiny_agent_core.tool_outcomes import output_excerpt
 from tiny_agent_gui.cost.formatting import cost_text
+from tiny_agent_gui.status_bar import plural
 from tiny_agent_gui.transcript.model import (
     ITEM_ROLE,
     StreamingItem,
@@ -305,7 +306,7 @@ class TranscriptDelegate(QStyledItemDelegate):
         if isinstance(item, UserItem):
             return palette.color(QPalette.ColorRole.AlternateBase), "You"
         if isinstance(item, AssistantItem):
-            calls = f" · {len(item.calls)} tool call{'s' if len(item.calls) != 1 else ''}" if item.calls else ""
+            calls = f" · {plural(len(item.calls), 'tool call')}" if item.calls else ""
             return None, f"{_cost_text(item)}{calls}"
         if isinstance(item, StreamingItem):
             return None, "Assistant — streaming… (Esc stops)"
