@@ -62,7 +62,7 @@ from tiny_agent_core.tools.base import (
     required_string,
 )
 from tiny_agent_core.tools.private_files import create_private, open_private_folder
-from tiny_agent_core.tools.process_tree import become_subreaper, kill_tree
+from tiny_agent_core.tools.process_tree import kill_tree
 from tiny_agent_core.tools.sandbox import Confinement, SandboxStatus
 
 __all__ = [
@@ -316,8 +316,6 @@ class _Run:
         self._killed = False
         self._token = uuid.uuid4().hex
         self._sandboxed = confinement.status.available
-        if not self._sandboxed:
-            become_subreaper()  # so orphans that left the group stay in our tree, for kill_tree
         spawned, environment = confinement.prepare(argv, run_token=self._token)
         self.returncode: int | None = None
         out_read, out_write = os.pipe()

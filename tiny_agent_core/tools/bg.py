@@ -69,7 +69,7 @@ from tiny_agent_core.tools.base import (
     required_string,
 )
 from tiny_agent_core.tools.private_files import create_private, open_private_folder, open_regular
-from tiny_agent_core.tools.process_tree import PinnedGroup, become_subreaper, group_alive, kill_tree
+from tiny_agent_core.tools.process_tree import PinnedGroup, group_alive, kill_tree
 from tiny_agent_core.tools.sandbox import Confinement, SandboxStatus
 
 __all__ = ["READ_ONLY_ACTIONS", "BgTool", "bg_directory"]
@@ -363,8 +363,6 @@ class BgTool(BuiltinTool):
         starting = f".starting-{uuid.uuid4().hex}.log"
         log_fd = create_private(folder, starting, append=True)
         token = uuid.uuid4().hex
-        if not self.confinement.status.available:
-            become_subreaper()  # so children that leave the group stay in our tree, for kill_tree on stop
         argv, environment = self.confinement.prepare(
             [self.shell, "-c", _GATE, self.shell, command], run_token=token, die_with_parent=False
         )

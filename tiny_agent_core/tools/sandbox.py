@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tiny_agent_core.tools.environment import child_environment
-from tiny_agent_core.tools.process_tree import RUN_MARKER
+from tiny_agent_core.tools.process_tree import RUN_MARKER, become_subreaper
 
 __all__ = [
     "PROBE_TIMEOUT",
@@ -170,7 +170,9 @@ class Confinement:
         """The argv and environment to spawn ``argv`` with.
 
         Sandboxed, the argv is ``bwrap ... -- argv``; otherwise ``argv`` itself, with ``run_token`` in the
-        environment for :func:`~tiny_agent_core.tools.process_tree.kill_tree`.
+        environment for :func:`~tiny_agent_core.tools.process_tree.kill_tree`, and this process made a child
+        subreaper (:func:`~tiny_agent_core.tools.process_tree.become_subreaper`) so the command's children that
+        leave its group stay in our tree for it.
         """
         environment = child_environment(self.extra_env)
         if self.status.available:
@@ -179,5 +181,6 @@ class Confinement:
                 argv, writable=self.writable, env=environment, network=self.network, die_with_parent=die_with_parent
             )
             return wrapped, environment
+        become_subreaper()
         environment[RUN_MARKER] = run_token
         return list(argv), environment
