@@ -660,7 +660,7 @@ class Agent:
         cost = self._record(request, completed, None, None)
         self._step_finished(step_id, attempt_id, completed, cost)
         self._check_tools_reached(step_id, messages, tools, response)
-        if response.usage is not None:
+        if response.usage is not None and self.profile.is_local:  # only answer_room (local servers) reads it
             self._last_prompt = PromptMeasure(request_bytes(messages, tools), response.usage.prompt)
         for index, call in enumerate(response.message.calls):
             self._emit(ToolCallProposed(step_id, index, call.id, call.function.name, call.function.arguments))
