@@ -134,11 +134,7 @@ class ProfileConfig:
 
     def dialect_settings(self) -> dict[str, bool | None]:
         """The dialect fields this profile sets (``None``: the provider's default), by ``Dialect`` field name."""
-        return {
-            "tool_choice_auto": self.tool_choice_auto,
-            "stream_tools": self.stream_tools,
-            "null_content": self.null_content,
-        }
+        return {attribute: getattr(self, attribute) for _, attribute in _DIALECT_KEYS}
 
     @classmethod
     def from_preset(cls, preset_id: str, profile_id: str) -> ProfileConfig:
