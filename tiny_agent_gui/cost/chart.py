@@ -18,6 +18,7 @@ from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QBrush, QColor, QFontMetrics, QPainter, QPaintEvent, QPalette, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
+from tiny_agent_core.ledger.costs import cost_text
 from tiny_agent_gui.cost.formatting import format_money
 
 UNKNOWN_LABEL = "unknown"
@@ -37,12 +38,8 @@ class Bar:
 
     @property
     def value_text(self) -> str:
-        """The text at the bar's end."""
-        if self.cost is None:
-            return UNKNOWN_LABEL
-        if self.unknown_requests:
-            return f"≥ {format_money(self.cost)} + {self.unknown_requests} unknown"
-        return format_money(self.cost)
+        """The text at the bar's end: ``$0.12``, ``≥ $0.12 + 2 unknown`` or ``unknown``."""
+        return cost_text(self.cost, self.unknown_requests, unknown=UNKNOWN_LABEL)
 
 
 @dataclass(frozen=True, slots=True)
