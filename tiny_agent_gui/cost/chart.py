@@ -73,18 +73,52 @@ def _hatch(painter: QPainter, box: QRectF, colour: QColor) -> None:
     painter.restore()
 
 
-class CostBarChart(QWidget):
+class _Chart(QWidget):
+    """A titled chart: the title, then the chart itself (:meth:`_paint_chart`) or "No data"."""
+
+    TITLE_GAP = 6.0
+    """Space between the title and the chart."""
+
+    def __init__(self, name: str, parent: QWidget | None) -> None:
+        super().__init__(parent)
+        self.setAccessibleName(name)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        self._title = ""
+
+    def _has_data(self) -> bool:
+        raise NotImplementedError
+
+    def _paint_chart(self, painter: QPainter, metrics: QFontMetrics, area: QRectF, top: float, text: QColor) -> None:
+        """Draw the chart in ``area`` below ``top`` (the title is drawn), with ``text`` as the text colour."""
+        raise NotImplementedError
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        """The title, then the chart, or "No data"."""
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        text = self.palette().color(QPalette.ColorRole.WindowText)
+        metrics = QFontMetrics(self.font())
+        line = metrics.height()
+        area = QRectF(self.rect()).adjusted(8, 6, -8, -6)
+        painter.setPen(text)
+        painter.drawText(QRectF(area.left(), area.top(), area.width(), line), Qt.AlignmentFlag.AlignLeft, self._title)
+        top = area.top() + line + self.TITLE_GAP
+        if self._has_data():
+            self._paint_chart(painter, metrics, area, top, text)
+        else:
+            painter.drawText(QRectF(area.left(), top, area.width(), line), Qt.AlignmentFlag.AlignLeft, "No data")
+        painter.end()
+
+
+class CostBarChart(_Chart):
     """Horizontal bars of cost, longest = largest known cost; colours from the palette (light and dark)."""
 
     BAR_COLOR = QColor(SERIES_COLORS[0])
 
     def __init__(self, parent: QWidget | None = None) -> None:
         """An empty chart ("No data")."""
-        super().__init__(parent)
-        self.setAccessibleName("Cost chart")
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        super().__init__("Cost chart", parent)
         self._bars: list[Bar] = []
-        self._title = ""
 
     @property
     def bars(self) -> list[Bar]:
@@ -110,21 +144,12 @@ class CostBarChart(QWidget):
         line = QFontMetrics(self.font()).height()
         return QSize(420, line * 2 + max(1, len(self._bars)) * (line + 8))
 
-    def paintEvent(self, event: QPaintEvent) -> None:
-        """Title, then one row per bar: label, bar, unknown marker, value."""
-        painter = QPainter(self)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        text = self.palette().color(QPalette.ColorRole.WindowText)
-        metrics = QFontMetrics(self.font())
+    def _has_data(self) -> bool:
+        return bool(self._bars)
+
+    def _paint_chart(self, painter: QPainter, metrics: QFontMetrics, area: QRectF, top: float, text: QColor) -> None:
+        """One row per bar: label, bar, unknown marker, value."""
         line = metrics.height()
-        area = QRectF(self.rect()).adjusted(8, 6, -8, -6)
-        painter.setPen(text)
-        painter.drawText(QRectF(area.left(), area.top(), area.width(), line), Qt.AlignmentFlag.AlignLeft, self._title)
-        top = area.top() + line + 6
-        if not self._bars:
-            painter.drawText(QRectF(area.left(), top, area.width(), line), Qt.AlignmentFlag.AlignLeft, "No data")
-            painter.end()
-            return
         row = max(6.0, min(line + 8.0, (area.bottom() - top) / len(self._bars)))
         marker = float(line - 4)
         label_width = min(area.width() * 0.35, max(metrics.horizontalAdvance(b.label) for b in self._bars) + 8)
@@ -152,24 +177,22 @@ class CostBarChart(QWidget):
             painter.setPen(text)
             value_box = QRectF(end + 4, y, value_width, row)
             painter.drawText(value_box, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, bar.value_text)
-        painter.end()
 
 
-class DailyCostChart(QWidget):
+class DailyCostChart(_Chart):
     """Cost per day, one column per day, stacked by model (a legend names the colours); a day with requests of
     unknown cost carries a small hatched marker above its column."""
 
     MAX_SERIES = len(SERIES_COLORS)
     """Models with their own colour (the most expensive); the others are grouped as "other"."""
 
+    TITLE_GAP = 4.0
+
     def __init__(self, parent: QWidget | None = None) -> None:
         """An empty chart ("No data")."""
-        super().__init__(parent)
-        self.setAccessibleName("Cost per day chart")
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        super().__init__("Cost per day chart", parent)
         self._days: list[Day] = []
         self._series: list[str] = []
-        self._title = ""
 
     @property
     def days(self) -> list[Day]:
@@ -222,21 +245,12 @@ class DailyCostChart(QWidget):
         line = QFontMetrics(self.font()).height()
         return QSize(420, line * 14)
 
-    def paintEvent(self, event: QPaintEvent) -> None:
-        """Title, legend, axis with the largest day's cost, the columns and their dates."""
-        painter = QPainter(self)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        text = self.palette().color(QPalette.ColorRole.WindowText)
-        metrics = QFontMetrics(self.font())
+    def _has_data(self) -> bool:
+        return bool(self._days)
+
+    def _paint_chart(self, painter: QPainter, metrics: QFontMetrics, area: QRectF, top: float, text: QColor) -> None:
+        """Legend, axis with the largest day's cost, the columns and their dates."""
         line = metrics.height()
-        area = QRectF(self.rect()).adjusted(8, 6, -8, -6)
-        painter.setPen(text)
-        painter.drawText(QRectF(area.left(), area.top(), area.width(), line), Qt.AlignmentFlag.AlignLeft, self._title)
-        top = area.top() + line + 4
-        if not self._days:
-            painter.drawText(QRectF(area.left(), top, area.width(), line), Qt.AlignmentFlag.AlignLeft, "No data")
-            painter.end()
-            return
         top = self._legend(painter, metrics, QRectF(area.left(), top, area.width(), line), text)
         largest = max((day.cost for day in self._days), default=Decimal(0))
         axis_text = format_money(largest)
@@ -245,7 +259,6 @@ class DailyCostChart(QWidget):
             area.left() + axis_width, top + line, area.width() - axis_width, area.bottom() - top - 2 * line - 4
         )
         if plot.height() < 8:
-            painter.end()
             return
         painter.setPen(QPen(text, 1))
         painter.drawLine(QPointF(plot.left(), plot.bottom()), QPointF(plot.right(), plot.bottom()))
@@ -269,7 +282,6 @@ class DailyCostChart(QWidget):
             if day.unknown_requests:
                 _hatch(painter, QRectF(x + (width - marker) / 2, y - marker - 2, marker, marker), text)
         self._dates(painter, metrics, plot, slot, text)
-        painter.end()
 
     def _legend(self, painter: QPainter, metrics: QFontMetrics, row: QRectF, text: QColor) -> float:
         """Draw the legend, wrapping as needed; returns the y below it."""
