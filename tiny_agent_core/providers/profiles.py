@@ -197,6 +197,35 @@ def parse_model_list(body: bytes | str) -> list[str]:
     return sorted(ids)
 
 
+async def _fetch(
+    client: httpx.AsyncClient,
+    profile: ProviderProfile,
+    api_key: str | None,
+    url: str,
+    timeouts: Timeouts,
+    limit: int,
+    payload: dict[str, Any] | None = None,
+) -> tuple[httpx.Response, bytes, bool]:
+    """One GET (POST with ``payload``) bounded by ``timeouts`` and ``limit``: the response, up to ``limit`` bytes of
+    its body and whether that is all of it (:func:`~tiny_agent_core.providers.transport.read_body`). Transport
+    failures are typed errors."""
+    with translate_transport_errors(profile.base_url, timeouts):
+        deadline = Deadline(profile.base_url, timeouts.total)
+        request = client.build_request(
+            "POST" if payload is not None else "GET",
+            url,
+            json=payload,
+            headers=profile.headers(api_key),
+            timeout=timeouts.to_httpx(),
+        )
+        response = await deadline.within(client.send(request, stream=True))
+        try:
+            body, complete = await read_body(response, limit, deadline)
+        finally:
+            await response.aclose()
+    return response, body, complete
+
+
 async def list_models(
     client: httpx.AsyncClient,
     profile: ProviderProfile,
@@ -212,16 +241,7 @@ async def list_models(
     if not profile.models_endpoint:
         return []
     timeouts = timeouts or Timeouts(connect=10.0, read=15.0, write=15.0, pool=10.0, total=60.0)
-    with translate_transport_errors(profile.base_url, timeouts):
-        deadline = Deadline(profile.base_url, timeouts.total)
-        request = client.build_request(
-            "GET", profile.models_url, headers=profile.headers(api_key), timeout=timeouts.to_httpx()
-        )
-        response = await deadline.within(client.send(request, stream=True))
-        try:
-            body, complete = await read_body(response, MAX_RESPONSE_BYTES, deadline)
-        finally:
-            await response.aclose()
+    response, body, complete = await _fetch(client, profile, api_key, profile.models_url, timeouts, MAX_RESPONSE_BYTES)
     if response.status_code >= 400:
         raise http_error(response.status_code, body, response.headers)
     if not complete:
@@ -256,20 +276,7 @@ async def _ask(
 ) -> Any:
     """The JSON answer of one bounded GET (POST with ``payload``); ``None`` when there is no usable one."""
     try:
-        with translate_transport_errors(profile.base_url, timeouts):
-            deadline = Deadline(profile.base_url, timeouts.total)
-            request = client.build_request(
-                "POST" if payload is not None else "GET",
-                url,
-                json=payload,
-                headers=profile.headers(api_key),
-                timeout=timeouts.to_httpx(),
-            )
-            response = await deadline.within(client.send(request, stream=True))
-            try:
-                body, complete = await read_body(response, _PROBE_BYTES, deadline)
-            finally:
-                await response.aclose()
+        response, body, complete = await _fetch(client, profile, api_key, url, timeouts, _PROBE_BYTES, payload)
     except ProviderError:
         return None
     if response.status_code >= 400 or not complete:
