@@ -170,6 +170,8 @@ class BashTool(BuiltinTool):
 
     async def execute_command(self, command: str, seconds: float, cancel: asyncio.Event | None) -> str:
         """Run ``command`` and return the model-facing text (see the module docstring)."""
+        # the first call probes bwrap (a subprocess, cached afterwards): not on the event loop
+        await asyncio.to_thread(lambda: self.confinement.status)
         run = _Run([self.shell, "-c", command], self.confinement, self.workspace, self.max_capture)
         try:
             ending = await run.wait(seconds, cancel)
