@@ -21,6 +21,9 @@ needs_sandbox = pytest.mark.skipif(
 )
 """Skips a test where bwrap cannot run here, saying why."""
 
+MODES = [pytest.param(False, id="unsandboxed"), pytest.param(True, id="sandboxed", marks=needs_sandbox)]
+"""``sandbox`` values for ``parametrize``: unsandboxed, and sandboxed where bwrap runs."""
+
 
 def unique_seconds() -> str:
     """A sleep length no other process uses (over a day, so it never ends by itself)."""

@@ -11,16 +11,14 @@ from pathlib import Path
 import pytest
 
 from tests.core.tools.sleepers import (
+    MODES,
     assert_sleepers_gone,
     detached_sleepers,
     eventually,
-    needs_sandbox,
     sleepers,
     unique_seconds,
 )
 from tiny_agent_core.tools import BashTool, ToolAborted
-
-MODES = [pytest.param(False, id="unsandboxed"), pytest.param(True, id="sandboxed", marks=needs_sandbox)]
 
 
 async def run(tool: BashTool, command: str, **args: object) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.core.tools.sleepers import (
+    MODES,
     assert_sleepers_gone,
     detached_sleepers,
     eventually,
@@ -19,8 +20,6 @@ from tests.core.tools.sleepers import (
 )
 from tests.core.tools.support import real
 from tiny_agent_core.tools import BgTool
-
-MODES = [pytest.param(False, id="unsandboxed"), pytest.param(True, id="sandboxed", marks=needs_sandbox)]
 
 
 async def call(tool: BgTool, **args: Any) -> str:
