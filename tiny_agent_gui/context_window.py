@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 import httpx
 from PySide6.QtCore import QObject, Signal
 
+from tiny_agent_core.errors import SecretStoreError
 from tiny_agent_core.providers.profiles import ProviderProfile, context_length
 
 __all__ = ["LOOKUP_SECONDS", "ContextWindows"]
@@ -50,12 +52,11 @@ class ContextWindows(QObject):
             return profile.context_length
         return self._known.get(self._key(profile_id, profile, model))
 
-    def asked(self, profile_id: str, profile: ProviderProfile, model: str) -> bool:
-        """The server was asked about this model and answered (or failed to)."""
-        return profile.context_length is not None or self._key(profile_id, profile, model) in self._known
+    def ask(self, profile_id: str, profile: ProviderProfile, model: str, api_key: Callable[[], str | None]) -> None:
+        """Ask the server for the window of ``model`` unless known or being asked (or this cache does not ask).
 
-    def ask(self, profile_id: str, profile: ProviderProfile, model: str, api_key: str | None) -> None:
-        """Ask the server for the window of ``model`` unless known or being asked (or this cache does not ask)."""
+        ``api_key`` reads the key; it is called off the GUI thread, and only when the server is asked (a keyring
+        can block)."""
         key = self._key(profile_id, profile, model)
         if not self._ask or profile.context_length is not None or key in self._known or key in self._tasks:
             return
@@ -63,12 +64,17 @@ class ContextWindows(QObject):
         self._tasks[key] = task
         task.add_done_callback(lambda done: self._done(key, done))
 
-    async def _lookup(self, key: _Key, profile: ProviderProfile, model: str, api_key: str | None) -> None:
+    async def _lookup(self, key: _Key, profile: ProviderProfile, model: str, api_key: Callable[[], str | None]) -> None:
         assert self._http is not None
         http = self._http
+        try:
+            secret = await asyncio.to_thread(api_key)
+        except SecretStoreError as error:  # not cached: asked again next time
+            _log.info("context window of %s not asked: its key could not be read (%s)", model, error)
+            return
         window: int | None = None
         try:
-            window = await asyncio.wait_for(context_length(http, profile, model, api_key), LOOKUP_SECONDS)
+            window = await asyncio.wait_for(context_length(http, profile, model, secret), LOOKUP_SECONDS)
         except (TimeoutError, httpx.HTTPError, OSError) as error:
             _log.info("context window of %s at %s not found: %r", model, profile.base_url, error)
         except Exception as error:  # anything else: not cached (asked again next time), and the log says why

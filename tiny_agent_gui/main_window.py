@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import itertools
 import logging
 import sqlite3
@@ -423,12 +424,10 @@ class MainWindow(QMainWindow):
             return
         try:
             profile = config.provider_profile()
-            if self.context_windows.asked(config.id, profile, config.model):
-                return
-            key = self.services.keys.key_for(config)  # as every run reads it (see connection())
-        except (SettingsError, SecretStoreError):
+        except SettingsError:
             return
-        self.context_windows.ask(config.id, profile, config.model, key)
+        read_key = functools.partial(self.services.keys.key_for, config)  # read off the GUI thread, when asked
+        self.context_windows.ask(config.id, profile, config.model, read_key)
 
     def _context_window(self) -> int | None:
         """The active model's context window when known (set in its profile, or said by its server)."""
