@@ -90,12 +90,19 @@ def tokens_per_second(
 ) -> float | None:
     """Output tokens per second: over the generation time (first token to last) when streamed, else over the whole
     request; ``None`` when the token count or the time is unknown or zero."""
-    if not output_tokens or latency_ms is None:
+    seconds = generation_seconds(latency_ms, ttft_ms, streamed=streamed)
+    return round(output_tokens / seconds, 1) if output_tokens and seconds else None
+
+
+def generation_seconds(latency_ms: float | None, ttft_ms: float | None, *, streamed: bool) -> float | None:
+    """The time :func:`tokens_per_second` divides by: first token to last when streamed, else the whole request;
+    ``None`` when unknown or not above zero."""
+    if latency_ms is None:
         return None
     seconds = latency_ms / 1000
     if streamed and ttft_ms is not None and latency_ms > ttft_ms:
         seconds = (latency_ms - ttft_ms) / 1000
-    return round(output_tokens / seconds, 1) if seconds > 0 else None
+    return seconds if seconds > 0 else None
 
 
 @dataclass(frozen=True)

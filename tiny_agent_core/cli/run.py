@@ -80,7 +80,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tiny_agent_core.agent import events
-from tiny_agent_core.agent.events import tokens_per_second
+from tiny_agent_core.agent.events import generation_seconds
 from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, Agent, RequestRecord, RunResult
 from tiny_agent_core.agent.recording import LedgerRecorder
 from tiny_agent_core.cli.arguments import base_url, existing_folder, positive_int, request_timeouts, seconds
@@ -313,10 +313,10 @@ def _tokens_per_second(records: list[RequestRecord]) -> float | None:
         if record.usage is None or record.outcome != "settled":
             continue
         streamed = record.capture.stream if record.capture is not None else True
-        rate = tokens_per_second(record.usage.output, record.latency_ms, record.ttft_ms, streamed=streamed)
-        if rate:
+        took = generation_seconds(record.latency_ms, record.ttft_ms, streamed=streamed)
+        if record.usage.output and took:
             output += record.usage.output
-            seconds += record.usage.output / rate
+            seconds += took
     return round(output / seconds, 1) if seconds else None
 
 
