@@ -230,14 +230,22 @@ class Authorization:
 class AllowListApprover:
     """A non-interactive approver: allows (once) the named tools (function names), denies every other call.
 
-    The denial names the ``--allow`` value that would have allowed it: the tool's name, or ``mcp:<alias>/<tool>``
-    for an MCP tool."""
+    A risky call (:mod:`~tiny_agent_core.tools.risk`: a write into ``.git/`` through a planted symlink, ``rm -rf``,
+    ``curl | sh``…) is denied even for an allowed tool unless ``allow_risky``: where nobody can be asked, "always
+    ask" means "never". The denial names the ``--allow`` value that would have allowed the call: the tool's name,
+    or ``mcp:<alias>/<tool>`` for an MCP tool."""
 
-    def __init__(self, allowed: Iterable[str]) -> None:
+    def __init__(self, allowed: Iterable[str], *, allow_risky: bool = False) -> None:
         self.allowed = frozenset(allowed)
+        self.allow_risky = allow_risky
 
     async def ask(self, request: ApprovalRequest) -> ApprovalAnswer:
         if request.tool_name in self.allowed:
+            if request.risk.risky and not self.allow_risky:
+                return ApprovalAnswer.deny(
+                    f"the call looks risky ({'; '.join(request.risk.reasons)}), and a non-interactive run never "
+                    "allows a risky call unless it was started with --allow-risky."
+                )
             return ApprovalAnswer(Choice.ALLOW_ONCE)
         shown = shown_name(request.tool_name)
         return ApprovalAnswer.deny(
@@ -550,14 +558,15 @@ class ApprovalPolicy:
         return Authorization(True, arguments, decision, answer)
 
 
-def non_interactive(allowed: Iterable[str]) -> tuple[ApprovalPolicy, AllowListApprover]:
-    """The policy and approver of ``tiny-agent run --allow TOOL...``: only the named tools ever run.
+def non_interactive(allowed: Iterable[str], *, allow_risky: bool = False) -> tuple[ApprovalPolicy, AllowListApprover]:
+    """The policy and approver of ``tiny-agent run --allow TOOL... [--allow-risky]``: only the named tools ever run,
+    and risky calls only with ``allow_risky``.
 
     Every call is put to the allow-list (no defaults, no read-only exemption, no standing permission), so the run
     does the same whatever the user's settings say. The caller should also offer the model only these tools.
     """
     policy = ApprovalPolicy(ToolSettings.in_memory(), defaults={}, read_only_bg=False, standing=False)
-    return policy, AllowListApprover(allowed)
+    return policy, AllowListApprover(allowed, allow_risky=allow_risky)
 
 
 def _roots_of(tool: Tool) -> tuple[Path, ...]:
