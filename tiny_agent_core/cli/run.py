@@ -4,7 +4,10 @@
 [--timeout SECONDS] [--max-steps N] [--mcp-config FILE --mcp ALIAS...] "prompt"``
 
 - Only the built-ins named by ``--allow`` (``read``, ``write``, ``edit``, ``bash``, ``bg``) are offered, and any
-  other call is denied (recorded as a started tool with an error result, so the model learns it was denied).
+  other call is denied (recorded as a started tool with an error result, so the model learns it was denied). A
+  call the risk classifier (:mod:`tiny_agent_core.tools.risk`) flags — ``rm -rf``, a force push, ``curl | sh``, a
+  write into ``.git/`` through a planted symlink… — is denied even for an allowed tool, unless ``--allow-risky``:
+  in the window such a call always asks, and here nobody can be asked.
 - MCP servers (:mod:`tiny_agent_core.mcp`): ``--mcp-config FILE`` names the catalog (``{"servers": …}`` or Claude
   Desktop's ``{"mcpServers": …}``) and each ``--mcp ALIAS`` one of its servers; only those are connected (all
   at once, 10 s at most each, before the session is touched) and their tools are offered beside the built-ins.
@@ -153,6 +156,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--session", metavar="ID", help="continue this session instead of starting a new one")
     parser.add_argument(
         "--no-network", action="store_true", help="run bash and bg commands without network (needs the sandbox)"
+    )
+    parser.add_argument(
+        "--allow-risky",
+        action="store_true",
+        help="let allowed tools make risky calls too (rm -rf, force pushes, writes into .git/…); denied otherwise",
     )
     parser.add_argument(
         "--timeout",
@@ -390,7 +398,7 @@ async def _run(
 ) -> tuple[int, dict[str, Any]]:
     """Run the prompt in ``store`` with ``tools``, only ``allowed`` ever running; the exit code and the summary."""
     workspace = args.workspace.resolve()
-    policy, approver = non_interactive(allowed)
+    policy, approver = non_interactive(allowed, allow_risky=args.allow_risky)
     printer = _Printer()
 
     def record(request: RequestRecord) -> None:
