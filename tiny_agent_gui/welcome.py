@@ -136,6 +136,7 @@ class WelcomeView(QWidget):
 
         local_heading = QLabel("<b>1. A model server on this computer</b> (no key, no API charge)")
         self.local_status = QLabel()
+        self.local_status.setWordWrap(True)  # the list of ports is longer than the page is wide
         self.local_status.setAccessibleName("Local servers")
         self.local_rows = QVBoxLayout()
         self.local_rows.setSpacing(6)
