@@ -74,7 +74,8 @@ class ContextWindows(QObject):
             return
         window: int | None = None
         try:
-            window = await asyncio.wait_for(context_length(http, profile, model, secret), LOOKUP_SECONDS)
+            async with asyncio.timeout(LOOKUP_SECONDS):  # entered before the request's coroutine exists
+                window = await context_length(http, profile, model, secret)
         except (TimeoutError, httpx.HTTPError, OSError) as error:
             _log.info("context window of %s at %s not found: %r", model, profile.base_url, error)
         except Exception as error:  # anything else: not cached (asked again next time), and the log says why
