@@ -120,74 +120,90 @@ def read_whole(target: Located, limit: int, purpose: str) -> bytes:
     return data
 
 
+def _not_utf8(requested: str) -> ToolError:
+    return ToolError(f"{requested} is not valid UTF-8 text. Use bash with a byte-oriented command to inspect it.")
+
+
+class _Page:
+    """The lines ``offset``… of a file read line by line: at most ``wanted`` lines and 50 KiB of joined text, with
+    only the line being read kept beyond them (at most 50 KiB + 2 bytes of it)."""
+
+    def __init__(self, offset: int, wanted: int) -> None:
+        self.offset = offset
+        self.wanted = wanted
+        self.selected: list[str] = []
+        self.selected_bytes = 0
+        self.selecting = True
+        self.total = 0  # complete lines seen so far
+        self.current = bytearray()  # the line being read, kept only while it may be selected
+        self.current_too_long = False
+
+    def add_piece(self, body: bytes) -> None:
+        """Bytes of the line being read (without its newline)."""
+        if self.selecting and self.total + 1 >= self.offset and not self.current_too_long:
+            # keep one byte more than the budget (plus a CR) so an over-long line is recognised
+            room = MAX_TOOL_OUTPUT + 2 - len(self.current)
+            self.current.extend(body[:room])
+            if len(body) > room:
+                self.current_too_long = True
+
+    def finish_line(self, terminated: bool) -> None:
+        """The line being read ended (at a newline, or at the end of the file)."""
+        self.total += 1
+        if self.selecting and self.total >= self.offset:
+            self._select(terminated)
+        self.current.clear()
+        self.current_too_long = False
+
+    def _select(self, terminated: bool) -> None:
+        line = bytes(self.current)
+        if terminated and line.endswith(b"\r"):
+            line = line[:-1]
+        size = len(line) + (1 if self.selected else 0)
+        if self.current_too_long or self.selected_bytes + size > MAX_TOOL_OUTPUT:
+            self.selecting = False
+            return
+        self.selected.append(line.decode("utf-8"))
+        self.selected_bytes += size
+        if len(self.selected) >= self.wanted:
+            self.selecting = False
+
+    def text(self) -> str:
+        """The page as the tool returns it, with the continuation hint; a bad offset is a :class:`ToolError`."""
+        offset, total, selected = self.offset, self.total, self.selected
+        if total == 0:
+            if offset == 1:
+                return ""
+            raise ToolError(f"Offset {offset} is beyond end of file (0 lines total).")
+        if offset > total:
+            raise ToolError(f"Offset {offset} is beyond end of file ({total} lines total).")
+        if not selected:
+            return f"Line {offset} exceeds 50KB. Use bash with a byte-oriented command to inspect this line."
+        end = offset + len(selected) - 1
+        text = "\n".join(selected)
+        if end < total:
+            text += f"\n\n[Showing lines {offset}-{end} of {total}. Use offset={end + 1} to continue.]"
+        return text
+
+
 def _page(file: BinaryIO, requested: str, offset: int, limit: int) -> str:
-    wanted = min(limit, MAX_TOOL_LINES)
+    page = _Page(offset, min(limit, MAX_TOOL_LINES))
     decoder = codecs.getincrementaldecoder("utf-8")("strict")
-    selected: list[str] = []
-    selected_bytes = 0
-    selecting = True
-    total = 0  # complete lines seen so far
-    current = bytearray()  # the line being read, kept only while it may be selected (at most 50 KiB + 1)
-    current_too_long = False
     pending = False  # bytes of an unterminated line have been read
-
-    def finish_line(terminated: bool) -> None:
-        nonlocal total, selecting, selected_bytes, current_too_long
-        total += 1
-        if selecting and total >= offset:
-            line = bytes(current)
-            if terminated and line.endswith(b"\r"):
-                line = line[:-1]
-            size = len(line) + (1 if selected else 0)
-            if current_too_long or selected_bytes + size > MAX_TOOL_OUTPUT:
-                selecting = False
-            else:
-                selected.append(line.decode("utf-8"))
-                selected_bytes += size
-                if len(selected) >= wanted:
-                    selecting = False
-        current.clear()
-        current_too_long = False
-
     while piece := file.readline(_CHUNK):
         try:
             decoder.decode(piece)
         except UnicodeDecodeError:
-            raise ToolError(
-                f"{requested} is not valid UTF-8 text. Use bash with a byte-oriented command to inspect it."
-            ) from None
+            raise _not_utf8(requested) from None
         terminated = piece.endswith(b"\n")
-        body = piece[:-1] if terminated else piece
-        if selecting and total + 1 >= offset and not current_too_long:
-            # keep one byte more than the budget (plus a CR) so an over-long line is recognised
-            room = MAX_TOOL_OUTPUT + 2 - len(current)
-            current.extend(body[:room])
-            if len(body) > room:
-                current_too_long = True
+        page.add_piece(piece[:-1] if terminated else piece)
         if terminated:
-            finish_line(True)
-            pending = False
-        else:
-            pending = True
+            page.finish_line(True)
+        pending = not terminated
     try:
         decoder.decode(b"", final=True)
     except UnicodeDecodeError:
-        raise ToolError(
-            f"{requested} is not valid UTF-8 text. Use bash with a byte-oriented command to inspect it."
-        ) from None
+        raise _not_utf8(requested) from None
     if pending:
-        finish_line(False)
-
-    if total == 0:
-        if offset == 1:
-            return ""
-        raise ToolError(f"Offset {offset} is beyond end of file (0 lines total).")
-    if offset > total:
-        raise ToolError(f"Offset {offset} is beyond end of file ({total} lines total).")
-    if not selected:
-        return f"Line {offset} exceeds 50KB. Use bash with a byte-oriented command to inspect this line."
-    end = offset + len(selected) - 1
-    text = "\n".join(selected)
-    if end < total:
-        text += f"\n\n[Showing lines {offset}-{end} of {total}. Use offset={end + 1} to continue.]"
-    return text
+        page.finish_line(False)
+    return page.text()
