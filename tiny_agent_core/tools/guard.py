@@ -191,13 +191,44 @@ class Located:
         self.close()
 
 
+class _Walk:
+    """The directories held open on the way down (``stack``: name and descriptor, ``/`` first) and the names below
+    the deepest existing one (``missing``)."""
+
+    def __init__(self, requested: str) -> None:
+        self.requested = requested
+        self.stack: list[tuple[str, int]] = [("", os.open("/", _WALK_FLAGS | os.O_DIRECTORY))]
+        self.missing: list[str] = []
+        self.links = 0
+
+    def up(self) -> None:
+        """``..``: leave the last missing name, else the deepest open directory (never ``/``)."""
+        if self.missing:
+            self.missing.pop()
+        elif len(self.stack) > 1:
+            os.close(self.stack.pop()[1])
+
+    def follow(self, target: str, parts: deque[str]) -> None:
+        """A symlink on the way: its target's names come next (from ``/`` when absolute)."""
+        self.links += 1
+        if self.links > MAX_SYMLINKS:
+            raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), self.requested)
+        if target.startswith("/"):
+            while len(self.stack) > 1:
+                os.close(self.stack.pop()[1])
+        parts.extendleft(reversed(target.split("/")))
+
+    def close(self, keep_last: bool) -> None:
+        """Close the held directories (but the deepest when ``keep_last``)."""
+        for _, fd in self.stack[:-1] if keep_last else self.stack:
+            os.close(fd)
+
+
 def _walk(joined: str, requested: str, given: Path) -> Located:
     """Resolve the absolute path ``joined`` as the module docstring describes (containment is not checked)."""
-    stack: list[tuple[str, int]] = [("", os.open("/", _WALK_FLAGS | os.O_DIRECTORY))]
-    missing: list[str] = []
+    walk = _Walk(requested)
     parts = deque(joined.split("/"))
     name = "."
-    links = 0
     try:
         while parts:
             part = parts.popleft()
@@ -206,34 +237,23 @@ def _walk(joined: str, requested: str, given: Path) -> Located:
             if part in ("", "."):
                 continue
             if part == "..":
-                if missing:
-                    missing.pop()
-                elif len(stack) > 1:
-                    os.close(stack.pop()[1])
+                walk.up()
                 continue
-            entry = None if missing else _entry(part, stack[-1][1], last=last, requested=requested)
+            entry = None if walk.missing else _entry(part, walk.stack[-1][1], last=last, requested=requested)
             if isinstance(entry, int):
-                stack.append((part, entry))
+                walk.stack.append((part, entry))
             elif isinstance(entry, str):
-                links += 1
-                if links > MAX_SYMLINKS:
-                    raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), requested)
-                if entry.startswith("/"):
-                    while len(stack) > 1:
-                        os.close(stack.pop()[1])
-                parts.extendleft(reversed(entry.split("/")))
+                walk.follow(entry, parts)
             elif last:
                 name = part
             else:
-                missing.append(part)
+                walk.missing.append(part)
     except BaseException:
-        for _, fd in stack:
-            os.close(fd)
+        walk.close(keep_last=False)
         raise
-    for _, fd in stack[:-1]:
-        os.close(fd)
-    real = Path("/", *(part for part, _ in stack[1:]))
-    return Located(requested, given, stack[-1][1], real, missing, name)
+    walk.close(keep_last=True)
+    real = Path("/", *(part for part, _ in walk.stack[1:]))
+    return Located(requested, given, walk.stack[-1][1], real, walk.missing, name)
 
 
 def _entry(part: str, parent: int, *, last: bool, requested: str) -> int | str | None:
