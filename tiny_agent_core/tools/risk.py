@@ -304,6 +304,20 @@ def _unwrap(
     words: list[str], found: _Findings, roots: tuple[str, ...], home: str | None, depth: int
 ) -> tuple[str, list[str], list[str]]:
     """The command's name and arguments behind wrappers, assignments and keywords, and its redirection targets."""
+    plain, writes = _redirections(words)
+    command = _behind_prefixes(plain, found, roots, home, depth)
+    if not command:
+        return "", [], writes
+    name, arguments = _name(command[0]), command[1:]
+    if name in _SHELLS:
+        _shell_string(arguments, found, roots, home, depth)
+    elif name == "eval":
+        _assess(" ".join(arguments), found, roots, home, depth + 1)
+    return name, arguments, writes
+
+
+def _redirections(words: list[str]) -> tuple[list[str], list[str]]:
+    """``words`` without redirections (and their file-descriptor numbers), and the files they write."""
     plain: list[str] = []
     writes: list[str] = []
     index = 0
@@ -319,28 +333,29 @@ def _unwrap(
             continue
         plain.append(word)
         index += 1
+    return plain, writes
+
+
+def _behind_prefixes(
+    plain: list[str], found: _Findings, roots: tuple[str, ...], home: str | None, depth: int
+) -> list[str]:
+    """The command behind keywords, assignments, wrappers and elevators (``sudo`` is a finding; ``su -c`` is
+    assessed as a command string, and then nothing is left)."""
     while plain:
         name = _name(plain[0])
         if name in _KEYWORDS or re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", plain[0], re.DOTALL):
-            plain.pop(0)
+            plain = plain[1:]
         elif name in _ELEVATORS:
             found.add(RiskKind.ELEVATED, f"runs as another user (usually root) through {name}")
             if name == "su":  # its command is a "-c" string
                 _shell_string(plain[1:], found, roots, home, depth)
-                return "", [], writes
+                return []
             plain = _skip_options(plain, name)
         elif name in _WRAPPERS:
             plain = _skip_options(plain, name)
         else:
             break
-    if not plain:
-        return "", [], writes
-    name, arguments = _name(plain[0]), plain[1:]
-    if name in _SHELLS:
-        _shell_string(arguments, found, roots, home, depth)
-    elif name == "eval":
-        _assess(" ".join(arguments), found, roots, home, depth + 1)
-    return name, arguments, writes
+    return plain
 
 
 def _shell_string(arguments: list[str], found: _Findings, roots: tuple[str, ...], home: str | None, depth: int) -> None:
@@ -388,6 +403,16 @@ def _short(options: Iterable[str], letters: str) -> bool:
     return any(not option.startswith("--") and any(letter in option[1:] for letter in letters) for option in options)
 
 
+_FILE_VERBS = {
+    **dict.fromkeys(("rmdir", "unlink", "shred", "touch", "truncate", "mkdir", "tee"), "writes"),
+    "mv": "moves",
+}
+"""Commands whose every operand is a place they change, and the verb a finding uses."""
+
+_COPIERS = ("cp", "ln", "install", "rsync", "scp")
+"""Commands whose last operand is the place they write."""
+
+
 def _command(
     name: str,
     arguments: list[str],
@@ -403,26 +428,13 @@ def _command(
         destination = operands[0] if operands else "~"
         return None if destination == "-" else _resolve(destination, cwd, home)
     if name == "rm":
-        if _short(options, "rR") or "--recursive" in options:
-            heavy = [operand for operand in operands if not _regenerable(operand, cwd, roots)]
-            if heavy or not operands:  # no operands: they come from elsewhere ("xargs rm -rf")
-                found.add(RiskKind.DELETE_TREE, f"rm -r deletes {_quote(heavy)} and everything under it")
-        _check_all(found, operands, cwd, roots, home, "deletes")
-    elif name in ("rmdir", "unlink", "shred", "touch", "truncate", "mkdir", "tee"):
-        _check_all(found, operands, cwd, roots, home, "writes")
-    elif name in ("mv",):
-        _check_all(found, operands, cwd, roots, home, "moves")
-    elif name in ("cp", "ln", "install", "rsync", "scp") and operands:
+        _rm(options, operands, found, cwd, roots, home)
+    elif name in _FILE_VERBS:
+        _check_all(found, operands, cwd, roots, home, _FILE_VERBS[name])
+    elif name in _COPIERS and operands:
         _check_all(found, operands[-1:], cwd, roots, home, "writes")
     elif name in ("chmod", "chown", "chgrp") and operands:
-        recursive = _short(options, "R") or "--recursive" in options
-        if name == "chmod" and _world_writable(operands[0]):
-            how = "recursively " if recursive else ""
-            found.add(
-                RiskKind.WORLD_WRITABLE,
-                f"chmod {operands[0]} {how}makes {_quote(operands[1:])} writable by every user",
-            )
-        _check_all(found, operands[1:], cwd, roots, home, "changes")
+        _change_mode(name, options, operands, found, cwd, roots, home)
     elif name == "find" and ("-delete" in arguments or _find_exec_removes(arguments)):
         found.add(RiskKind.DELETE_TREE, "find deletes every file it matches")
     elif name == "dd":
@@ -434,6 +446,40 @@ def _command(
     elif name == "git":
         _git(arguments, found)
     return cwd
+
+
+def _rm(
+    options: list[str],
+    operands: list[str],
+    found: _Findings,
+    cwd: str | None,
+    roots: tuple[str, ...],
+    home: str | None,
+) -> None:
+    if _short(options, "rR") or "--recursive" in options:
+        heavy = [operand for operand in operands if not _regenerable(operand, cwd, roots)]
+        if heavy or not operands:  # no operands: they come from elsewhere ("xargs rm -rf")
+            found.add(RiskKind.DELETE_TREE, f"rm -r deletes {_quote(heavy)} and everything under it")
+    _check_all(found, operands, cwd, roots, home, "deletes")
+
+
+def _change_mode(
+    name: str,
+    options: list[str],
+    operands: list[str],
+    found: _Findings,
+    cwd: str | None,
+    roots: tuple[str, ...],
+    home: str | None,
+) -> None:
+    if name == "chmod" and _world_writable(operands[0]):
+        recursive = _short(options, "R") or "--recursive" in options
+        how = "recursively " if recursive else ""
+        found.add(
+            RiskKind.WORLD_WRITABLE,
+            f"chmod {operands[0]} {how}makes {_quote(operands[1:])} writable by every user",
+        )
+    _check_all(found, operands[1:], cwd, roots, home, "changes")
 
 
 def _find_exec_removes(arguments: list[str]) -> bool:
