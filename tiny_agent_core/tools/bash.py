@@ -156,11 +156,13 @@ class BashTool(BuiltinTool):
         return self.confinement.status
 
     async def run(self, args: Mapping[str, Any], cancel: asyncio.Event | None) -> str:
+        """Run ``command`` in the workspace (confined when the sandbox is on) and return its output."""
         command = required_string(args.get("command"), "command")
         timeout = _timeout(args.get("timeout"))
         return await self.execute_command(command, timeout, cancel)
 
     def preview(self, args: Mapping[str, Any]) -> Preview | None:
+        """The command (and its timeout) as the approval dialog shows it."""
         command = args.get("command")
         text = command if isinstance(command, str) else ""
         timeout = args.get("timeout")

@@ -257,6 +257,7 @@ class BgTool(BuiltinTool):
     # -- the tool ------------------------------------------------------------------------------------------
 
     async def run(self, args: Mapping[str, Any], cancel: asyncio.Event | None) -> str:
+        """Start, list, inspect (status, logs) or stop background processes, as ``action`` says."""
         action = required_string(args.get("action"), "action")
         if action == "start":
             return await self._start(required_string(args.get("command"), "command"))
@@ -279,6 +280,7 @@ class BgTool(BuiltinTool):
         return await asyncio.to_thread(self._stop, pid)
 
     def preview(self, args: Mapping[str, Any]) -> Preview | None:
+        """What the action will do, as the approval dialog shows it."""
         action = args.get("action")
         if action == "start":
             command = args.get("command")

@@ -153,6 +153,7 @@ class EditTool(BuiltinTool):
         self.guard = guard
 
     async def run(self, args: Mapping[str, Any], cancel: asyncio.Event | None) -> str:
+        """Apply the ``edits`` (each ``oldText`` must occur exactly once) to the file and say how many."""
         requested = required_string(args.get("path"), "path")
         edits = required_edits(args.get("edits"))
         await asyncio.to_thread(self._edit, requested, edits)
@@ -164,6 +165,7 @@ class EditTool(BuiltinTool):
             atomic_write(target, apply_edits(original, edits, requested).encode("utf-8"))
 
     def preview(self, args: Mapping[str, Any]) -> Preview | None:
+        """The edit as a diff, for the approval dialog (``None`` when it cannot be computed)."""
         try:
             requested = required_string(args.get("path"), "path")
             edits = required_edits(args.get("edits"))

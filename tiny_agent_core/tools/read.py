@@ -60,6 +60,7 @@ class ReadTool(BuiltinTool):
         self.guard = guard
 
     async def run(self, args: Mapping[str, Any], cancel: asyncio.Event | None) -> str:
+        """A page of the file (off the event loop)."""
         requested = required_string(args.get("path"), "path")
         offset = optional_positive_integer(args.get("offset"), "offset") or 1
         limit = optional_positive_integer(args.get("limit"), "limit") or MAX_TOOL_LINES

@@ -172,6 +172,7 @@ class ToolSet(Mapping[str, Tool]):
         return len(self._tools)
 
     def definitions(self) -> list[dict[str, Any]]:
+        """The function-tool definitions of the registered tools, in the provider's request form."""
         return tool_definitions(self._tools.values())
 
     async def close(self) -> None:

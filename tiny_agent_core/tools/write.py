@@ -72,6 +72,7 @@ class WriteTool(BuiltinTool):
         return requested, content
 
     async def run(self, args: Mapping[str, Any], cancel: asyncio.Event | None) -> str:
+        """Write ``content`` to the file (created or replaced) and say how many bytes."""
         requested, content = self._arguments(args)
         data = content.encode("utf-8")
         await asyncio.to_thread(self._write, requested, data)
@@ -83,6 +84,7 @@ class WriteTool(BuiltinTool):
             atomic_write(target, data)
 
     def preview(self, args: Mapping[str, Any]) -> Preview | None:
+        """The write as a diff against the current file, for the approval dialog."""
         try:
             requested, content = self._arguments(args)
         except ToolError as error:
