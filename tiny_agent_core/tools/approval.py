@@ -126,6 +126,7 @@ class Decision:
 
     @property
     def needs_approval(self) -> bool:
+        """Someone must be asked before the call runs."""
         return self.verdict is Verdict.ASK
 
 
@@ -194,17 +195,21 @@ class ApprovalAnswer:
 
     @classmethod
     def deny(cls, reason: str | None = None) -> ApprovalAnswer:
+        """A refusal, with the reason the model is told."""
         return cls(Choice.DENY, reason=reason)
 
     @property
     def allowed(self) -> bool:
+        """Every answer but a refusal lets the call run."""
         return self.choice is not Choice.DENY
 
 
 class Approver(Protocol):
     """Asks someone (a dialog, a terminal prompt, an allow-list) about one call."""
 
-    async def ask(self, request: ApprovalRequest) -> ApprovalAnswer: ...
+    async def ask(self, request: ApprovalRequest) -> ApprovalAnswer:
+        """Answer for one call; the call runs only if the answer allows it."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,6 +245,7 @@ class AllowListApprover:
         self.allow_risky = allow_risky
 
     async def ask(self, request: ApprovalRequest) -> ApprovalAnswer:
+        """Allow the listed tools (a risky call only with ``allow_risky``); deny everything else, saying why."""
         if request.tool_name in self.allowed:
             if request.risk.risky and not self.allow_risky:
                 return ApprovalAnswer.deny(
@@ -277,12 +283,14 @@ class ToolSettings:
 
     @classmethod
     def load(cls, config_dir: str | os.PathLike[str]) -> ToolSettings:
+        """The settings kept in ``config_dir`` (defaults when the file is missing; see :attr:`load_error`)."""
         settings = cls(Path(config_dir) / SETTINGS_FILE)
         settings.reload()
         return settings
 
     @classmethod
     def in_memory(cls) -> ToolSettings:
+        """Settings that are never saved (tests, headless runs)."""
         return cls(None)
 
     def reload(self) -> None:
@@ -348,9 +356,11 @@ class ToolSettings:
         return frozenset(self.always_allow)
 
     def is_always_allowed(self, tool_name: str) -> bool:
+        """The tool runs without asking, in every session."""
         return tool_name in self.always_allow
 
     def allow_always(self, tool_name: str) -> None:
+        """Let the tool run without asking from now on, and save that."""
         self.reload()
         self.always_allow.add(tool_name)
         self.save()
@@ -473,12 +483,15 @@ class ApprovalPolicy:
 
     @property
     def session_allowed(self) -> frozenset[str]:
+        """The tools allowed for the rest of this session only."""
         return frozenset(self._session)
 
     def allow_for_session(self, tool_name: str) -> None:
+        """Let the tool run without asking for the rest of this session (never saved)."""
         self._session.add(tool_name)
 
     def revoke_session(self, tool_name: str) -> None:
+        """Ask about the tool again (undo :meth:`allow_for_session`)."""
         self._session.discard(tool_name)
 
     def record(self, tool_name: str, answer: ApprovalAnswer, *, risky: bool = False) -> None:
