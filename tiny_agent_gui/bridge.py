@@ -46,27 +46,24 @@ class AgentBridge(QObject):
         """The agent's ``on_event`` callback: re-emit ``event`` as its signal."""
         if isinstance(event, events.TextDelta):
             self.text_delta.emit(event.step_id, event.text)
-        elif isinstance(event, events.ToolCallDelta):
-            self.tool_call_delta.emit(event)
-        elif isinstance(event, events.RunStarted):
-            self.run_started.emit(event)
-        elif isinstance(event, events.StepStarted):
-            self.step_started.emit(event)
-        elif isinstance(event, events.StepFinished):
-            self.step_finished.emit(event)
-        elif isinstance(event, events.ToolCallProposed):
-            self.tool_call_proposed.emit(event)
-        elif isinstance(event, events.ApprovalNeeded):
-            self.approval_needed.emit(event)
-        elif isinstance(event, events.ToolStarted):
-            self.tool_started.emit(event)
-        elif isinstance(event, events.ToolOutput):
-            self.tool_output.emit(event)
-        elif isinstance(event, events.ToolFinished):
-            self.tool_finished.emit(event)
-        elif isinstance(event, events.RunFinished):
-            self.run_finished.emit(event)
-        elif isinstance(event, events.DialectLearned):
-            self.dialect_learned.emit(event)
-        elif isinstance(event, events.ToolsDropped):
-            self.tools_dropped.emit(event)
+            return
+        name = _SIGNAL_OF.get(type(event))
+        if name is not None:
+            getattr(self, name).emit(event)
+
+
+_SIGNAL_OF: dict[type[events.AgentEvent], str] = {
+    events.ToolCallDelta: "tool_call_delta",
+    events.RunStarted: "run_started",
+    events.StepStarted: "step_started",
+    events.StepFinished: "step_finished",
+    events.ToolCallProposed: "tool_call_proposed",
+    events.ApprovalNeeded: "approval_needed",
+    events.ToolStarted: "tool_started",
+    events.ToolOutput: "tool_output",
+    events.ToolFinished: "tool_finished",
+    events.RunFinished: "run_finished",
+    events.DialectLearned: "dialect_learned",
+    events.ToolsDropped: "tools_dropped",
+}
+"""The signal (by attribute name) each event type is re-emitted as; text deltas have their own two-argument one."""
