@@ -3,112 +3,54 @@
 :class:`CompareRun` gives each model (2–4 :class:`Contender`) its own copy of the workspace
 (:func:`~tiny_agent_core.worktrees.make_copy`: a git worktree or a bounded plain copy), a normal v2 session in that
 copy and its own agent (:func:`~tiny_agent_core.workbench.build_agent`), and runs the prompt in all of them as
-concurrent asyncio tasks. Tool calls are decided without asking: the tools in ``allowed`` run (in the copy), every
-other call is denied, as ``tiny-agent run --allow`` does. :meth:`CompareRun.cancel` stops them all (each abort is
-durable first, as Esc in a session).
+concurrent asyncio tasks. Tool calls are decided without asking, as ``tiny-agent run --allow`` does
+(:func:`~tiny_agent_core.tools.approval.non_interactive`): the tools in ``allowed`` run (in the copy), every other
+call is denied, and so is a risky call (``rm -rf``, a write through a planted symlink…) unless ``allow_risky``.
+:meth:`CompareRun.cancel` stops them all (each abort is durable first, as Esc in a session).
 
 Each run's :class:`RunReport` is updated as it goes (``on_change(index)`` after every change) and completed from
-its session file at the end: outcome, wall time, model requests, tool calls by outcome
+its session file at the end: outcome, wall time, model steps and requests, tool calls by outcome
 (:mod:`~tiny_agent_core.tool_outcomes`), tokens by kind, cost with its sources, and the changes the run made to its
-copy against the starting tree (:func:`~tiny_agent_core.worktrees.workspace_changes`). Unknown stays unknown: a
-request without usage makes the tokens partial (``unknown_usage``), one without a price the cost
-(``unknown_cost``).
+copy against the starting tree (:func:`~tiny_agent_core.worktrees.workspace_changes`).
+
+The run is saved as it starts and when it ends (:mod:`~tiny_agent_core.comparisons`: ``comparison.json`` in its
+folder, beside the copies), so it is listed and reopens later; "keep this one" and "discard copies" are
+:func:`~tiny_agent_core.comparisons.keep_run` and :func:`~tiny_agent_core.comparisons.discard_copies` on
+:attr:`CompareRun.comparison`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import sqlite3
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from decimal import Decimal
 from functools import partial
 from pathlib import Path
-from typing import Literal
 
 from tiny_agent_core.agent.events import AgentEvent, ToolFinished
 from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, Agent, RequestRecord, RunResult
+from tiny_agent_core.compare_reports import Contender, RunReport, RunStatus
+from tiny_agent_core.comparisons import Comparison, ComparisonError, save_comparison
 from tiny_agent_core.errors import TinyAgentError
 from tiny_agent_core.pricing import Overrides
 from tiny_agent_core.providers.client import ProviderClient
-from tiny_agent_core.providers.profiles import ProviderProfile
 from tiny_agent_core.session.facts import new_id
 from tiny_agent_core.timeline import Timeline, ToolItem
 from tiny_agent_core.tool_outcomes import call_outcome
-from tiny_agent_core.tools.approval import AllowListApprover, ToolSettings
-from tiny_agent_core.usage import Usage
+from tiny_agent_core.tools.approval import ToolSettings, non_interactive
 from tiny_agent_core.workbench import OpenedSession, build_agent, create_session
-from tiny_agent_core.worktrees import CopyLimits, FileChange, WorkspaceCopy, make_copy, workspace_changes
+from tiny_agent_core.worktrees import CopyLimits, FileChange, make_copy, workspace_changes
 
 __all__ = ["MAX_CONTENDERS", "MIN_CONTENDERS", "CompareRun", "Contender", "RunReport", "RunStatus"]
 
+_log = logging.getLogger(__name__)
+
 MIN_CONTENDERS = 2
 MAX_CONTENDERS = 4
-RunStatus = Literal["preparing", "running", "completed", "failed", "aborted"]
-"""Where one run of a compare is: copying the workspace, running, or how it ended."""
-
-
-@dataclass(frozen=True)
-class Contender:
-    """One model of a compare run and how to reach it."""
-
-    profile: ProviderProfile
-    model: str
-    api_key: str | None = field(default=None, repr=False)
-
-    @property
-    def label(self) -> str:
-        """``provider · model``."""
-        return f"{self.profile.name} · {self.model}"
-
-
-@dataclass
-class RunReport:
-    """One run of a compare, as far as it has got."""
-
-    contender: Contender
-    status: RunStatus = "preparing"
-    copy: WorkspaceCopy | None = None
-    session_path: Path | None = None
-    wall_ms: float | None = None
-    """From the start of the run (after the copy) to its end; while running, so far."""
-    requests: int = 0
-    """Model requests made (every attempt)."""
-    tools: Counter[str] = field(default_factory=Counter)
-    """Tool calls by outcome (``ok``, ``exit``, ``denied``…)."""
-    usage: Usage | None = None
-    """Sum of the requests' known usage; ``None`` when none is known."""
-    unknown_usage: int = 0
-    cost: Decimal | None = None
-    """Sum of the requests' known costs; ``None`` when none is known."""
-    unknown_cost: int = 0
-    cost_sources: set[str] = field(default_factory=set)
-    answer: str | None = None
-    error: str | None = None
-    changes: list[FileChange] = field(default_factory=list)
-    started: float | None = field(default=None, repr=False)
-
-    @property
-    def tool_calls(self) -> int:
-        """How many tool calls ended."""
-        return sum(self.tools.values())
-
-    def add_request(self, record: RequestRecord) -> None:
-        """Count one physical request: its usage and cost (unknown ones counted apart)."""
-        self.requests += 1
-        if record.usage is None:
-            self.unknown_usage += 1
-        else:
-            self.usage = record.usage if self.usage is None else self.usage + record.usage
-        if record.cost.amount is None:
-            self.unknown_cost += 1
-        else:
-            self.cost = record.cost.amount + (self.cost or Decimal(0))
-            if record.cost.source is not None:
-                self.cost_sources.add(record.cost.source)
 
 
 def _slug(text: str) -> str:
@@ -127,14 +69,15 @@ class CompareRun:
         folder: Path,
         client: ProviderClient,
         allowed: Sequence[str] = ("read", "write", "edit"),
-        tool_settings: ToolSettings | None = None,
+        allow_risky: bool = False,
         ledger: sqlite3.Connection | None = None,
         price_overrides: Overrides | None = None,
         max_steps: int | None = DEFAULT_MAX_STEPS,
         limits: CopyLimits | None = None,
         on_change: Callable[[int], None] = lambda _index: None,
     ) -> None:
-        """``folder``: where the copies go (one sub-folder per run; a git worktree or a plain copy)."""
+        """``folder``: where comparisons go (this one in ``folder/<id>/``: its record and one copy per run, a git
+        worktree or a plain copy)."""
         if not MIN_CONTENDERS <= len(contenders) <= MAX_CONTENDERS:
             raise ValueError(f"a compare run takes {MIN_CONTENDERS} to {MAX_CONTENDERS} models")
         if not prompt.strip():
@@ -144,9 +87,11 @@ class CompareRun:
         self.prompt = prompt
         self.folder = folder / self.id
         self.reports = [RunReport(contender) for contender in contenders]
+        self.comparison = Comparison(self.id, self.folder, workspace, prompt, tuple(allowed), self.reports)
+        """The saved record of this run (its reports are :attr:`reports`)."""
         self._client = client
         self._allowed = tuple(allowed)
-        self._tool_settings = tool_settings or ToolSettings.in_memory()
+        self._allow_risky = allow_risky
         self._ledger = ledger
         self._price_overrides = price_overrides
         self._max_steps = max_steps
@@ -163,9 +108,17 @@ class CompareRun:
         return any(not task.done() for task in self._tasks)
 
     async def run(self) -> list[RunReport]:
-        """Start every run, wait for all of them, and return the reports (in the contenders' order)."""
+        """Save the comparison, start every run, wait for all of them, save the outcome, and return the reports (in
+        the contenders' order). Raises :class:`~tiny_agent_core.comparisons.ComparisonError` when the comparison
+        cannot be saved at the start (nothing is run then); a failure to save the end is logged."""
+        await asyncio.to_thread(save_comparison, self.comparison)
         self._tasks = [asyncio.ensure_future(self._one(index)) for index in range(len(self.reports))]
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.comparison.ended_at = time.time_ns() // 1_000_000
+        try:
+            await asyncio.to_thread(save_comparison, self.comparison)
+        except ComparisonError as error:
+            _log.error("%s", error)
         return self.reports
 
     def cancel(self) -> None:
@@ -196,6 +149,7 @@ class CompareRun:
                 raise asyncio.CancelledError
             opened = create_session(report.copy.path, contender.profile, contender.model)
             report.session_path = opened.store.path
+            report.session_id = opened.store.session_id
             try:
                 result = await self._drive(index, opened)
             finally:
@@ -219,14 +173,16 @@ class CompareRun:
         """Build run ``index``'s agent over its session and run the prompt."""
         report = self.reports[index]
         contender = report.contender
+        policy, approver = non_interactive(self._allowed, allow_risky=self._allow_risky)
         agent = build_agent(
             opened,
             client=self._client,
             profile=contender.profile,
             model=contender.model,
             api_key=contender.api_key,
-            approver=AllowListApprover(self._allowed),
-            tool_settings=self._tool_settings,
+            approver=approver,
+            policy=policy,
+            tool_settings=ToolSettings.in_memory(),
             on_event=lambda event: self._event(index, event),
             ledger=self._ledger,
             price_overrides=self._price_overrides,

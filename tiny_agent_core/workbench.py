@@ -93,11 +93,13 @@ def build_agent(
     timeouts: Timeouts | None = None,
     max_steps: int | None = DEFAULT_MAX_STEPS,
     also_record: RequestRecorder | None = None,
+    policy: ApprovalPolicy | None = None,
 ) -> Agent:
     """An agent for a writable session: ``tools`` (default: the built-ins within the workspace's allowed roots —
     pass the same tools again when rebuilding an agent, so background processes keep their owner), the approval
     policy over ``tool_settings`` (standing permissions), the ledger recorder when ``ledger`` is given, at most
-    ``max_steps`` model steps per run; ``also_record`` receives every request record too (after the ledger)."""
+    ``max_steps`` model steps per run; ``also_record`` receives every request record too (after the ledger);
+    ``policy`` replaces the approval policy (e.g. :func:`~tiny_agent_core.tools.approval.non_interactive`'s)."""
     workspace = session.workspace
     recorder: RequestRecorder | None = None
     if ledger is not None:
@@ -111,7 +113,7 @@ def build_agent(
         model=model,
         workspace=workspace,
         tools=tools if tools is not None else session_tools(session, tool_settings),
-        policy=ApprovalPolicy(tool_settings),
+        policy=policy if policy is not None else ApprovalPolicy(tool_settings),
         approver=approver,
         api_key=api_key,
         timeouts=timeouts,
