@@ -16,7 +16,9 @@ An entry is a local (stdio) server when it has ``command`` (``args``, ``env``, `
 Streamable HTTP server when it has ``url`` (``tokenEnv`` optional: the environment variable whose value is sent as
 ``Authorization: Bearer``; without it, or when it is not set, a token the app keeps in the keyring for the alias).
 ``allowedTools`` (offer only these; each must exist on the server) and ``callTimeoutMs`` (default 60 s) apply to
-both. Unknown keys are refused, so a misspelt or unsupported setting (``headers`` with a literal token,
+both. The reference format may also carry ``enabled`` (the aliases the desktop window connects, written by
+:mod:`.app_catalog`); it is checked there and ignored here, so the app's catalog file also serves
+``--mcp-config``. Unknown keys are refused, so a misspelt or unsupported setting (``headers`` with a literal token,
 ``type: "sse"``) is never silently ignored. Every problem is a
 :class:`~tiny_agent_core.mcp.errors.McpCatalogError` naming the place, e.g. ``mcpServers.docs.url: …``.
 """
@@ -138,12 +140,15 @@ def catalog_document(catalog: Catalog) -> dict[str, Any]:
     return {"servers": servers}
 
 
-def save_catalog(path: str | os.PathLike[str], catalog: Catalog) -> None:
-    """Write ``catalog`` to ``path`` in the reference's format, atomically, readable by the user only (an ``env``
-    may hold a server's credentials). For the app's own catalog file: it would drop the other settings of a Claude
-    Desktop file."""
+def save_catalog(path: str | os.PathLike[str], catalog: Catalog, *, enabled: Iterable[str] | None = None) -> None:
+    """Write ``catalog`` to ``path`` in the reference's format (with ``enabled`` when given), atomically, readable
+    by the user only (an ``env`` may hold a server's credentials). For the app's own catalog file: it would drop the
+    other settings of a Claude Desktop file."""
     target = Path(path)
-    data = json.dumps(catalog_document(catalog), ensure_ascii=False, indent=2).encode() + b"\n"
+    document = catalog_document(catalog)
+    if enabled is not None:
+        document["enabled"] = list(enabled)
+    data = json.dumps(document, ensure_ascii=False, indent=2).encode() + b"\n"
     handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
         with os.fdopen(handle, "wb") as file:
@@ -190,7 +195,7 @@ def parse_catalog(value: object) -> Catalog:
     if "servers" in value and "mcpServers" in value:
         raise McpCatalogError('the MCP catalog has both "servers" and "mcpServers"; keep one')
     if "servers" in value:
-        extra = sorted(str(key) for key in value if key not in ("servers", "$schema"))
+        extra = sorted(str(key) for key in value if key not in ("servers", "$schema", "enabled"))
         if extra:
             raise McpCatalogError(f"the MCP catalog has unknown keys: {', '.join(extra)}")
         return _servers(value["servers"], "servers", claude=False)

@@ -10,6 +10,9 @@
 Only the named aliases are connected, all at once; when one cannot be (it does not start, hangs up, answers too
 slowly or breaks a limit) the others are closed and its :class:`~tiny_agent_core.mcp.errors.McpConnectError`
 is raised, as the reference aborts its start-up. Leaving the block closes every server.
+
+A window instead keeps the servers that did connect and shows why the others did not
+(:meth:`McpServers.open_each`); it closes them with :meth:`McpServers.aclose`.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 
-from tiny_agent_core.mcp.catalog import Catalog
+from tiny_agent_core.mcp.catalog import Catalog, ServerSpec
 from tiny_agent_core.mcp.connection import CONNECT_TIMEOUT, Connection, TokenStore
 from tiny_agent_core.mcp.errors import McpConnectError
 from tiny_agent_core.mcp.limits import check_tools
@@ -66,14 +69,58 @@ class McpServers:
                 if isinstance(item, BaseException):
                     raise item
             for connection in connections:
-                try:
-                    offered = check_tools(connection.alias, connection.tools, connection.spec.allowed_tools)
-                except ValueError as error:
-                    raise McpConnectError(connection.alias, "invalid_server", str(error)) from None
-                servers._tools[connection.alias] = [McpTool(connection, remote, on_call) for remote in offered]
+                servers._tools[connection.alias] = _offered(connection, on_call)
             yield servers
         finally:
             await servers.aclose()
+
+    @classmethod
+    async def open_each(
+        cls,
+        specs: Iterable[ServerSpec],
+        *,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        environ: Mapping[str, str] | None = None,
+        on_call: Callable[[McpCall], None] | None = None,
+        keys: TokenStore | None = None,
+    ) -> tuple[McpServers, list[McpConnectError]]:
+        """Connect every server of ``specs`` (concurrently, each within ``connect_timeout`` s, options as for
+        :meth:`connect`): the servers that connected, and an error for each that did not (it is closed, the others
+        are kept). The caller closes the result with :meth:`aclose`; cancelling closes whatever connected."""
+        specs = list(specs)
+        tasks = [
+            asyncio.ensure_future(Connection.open(spec, connect_timeout=connect_timeout, environ=environ, keys=keys))
+            for spec in specs
+        ]
+        if not tasks:
+            return cls({}, []), []
+        try:
+            await asyncio.wait(tasks)
+        except asyncio.CancelledError:  # a server still connecting closes itself; close those already connected
+            for task in tasks:
+                task.cancel()
+            await asyncio.wait(tasks)
+            done = [task.result() for task in tasks if not task.cancelled() and task.exception() is None]
+            await asyncio.gather(*(connection.close() for connection in done))
+            raise
+        servers = cls({}, [])
+        failures: list[McpConnectError] = []
+        for spec, task in zip(specs, tasks, strict=True):
+            error = task.exception()
+            if isinstance(error, McpConnectError):
+                failures.append(error)
+            elif error is not None:
+                failures.append(McpConnectError(spec.alias, "connection_failed", str(error) or type(error).__name__))
+            else:
+                item = task.result()
+                try:
+                    servers._tools[item.alias] = _offered(item, on_call)
+                except McpConnectError as refused:
+                    failures.append(refused)
+                    await item.close()
+                    continue
+                servers._connections.append(item)
+        return servers, failures
 
     def tools(self) -> list[McpTool]:
         """Every offered tool, server by server."""
@@ -91,3 +138,12 @@ class McpServers:
     async def aclose(self) -> None:
         """Close every server (concurrently; each close is bounded)."""
         await asyncio.gather(*(connection.close() for connection in self._connections))
+
+
+def _offered(connection: Connection, on_call: Callable[[McpCall], None] | None) -> list[McpTool]:
+    """The tools ``connection`` may offer (its ``allowedTools``, within the limits), as agent tools."""
+    try:
+        offered = check_tools(connection.alias, connection.tools, connection.spec.allowed_tools)
+    except ValueError as error:
+        raise McpConnectError(connection.alias, "invalid_server", str(error)) from None
+    return [McpTool(connection, remote, on_call) for remote in offered]

@@ -1,0 +1,175 @@
+"""The app's own MCP catalog file, a window's servers (AppServers), the settings page's Test and the raw exchanges."""
+
+from __future__ import annotations
+
+import json
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.core.mcp.conftest import stdio_server
+from tests.core.mcp.test_servers import running
+from tiny_agent_core.mcp.app_catalog import (
+    AppCatalog,
+    app_catalog_path,
+    import_servers,
+    load_app_catalog,
+    save_app_catalog,
+)
+from tiny_agent_core.mcp.app_servers import AppServers, probe_server
+from tiny_agent_core.mcp.catalog import HttpServer, StdioServer, load_catalog
+from tiny_agent_core.mcp.errors import McpCatalogError, McpConnectError, connect_advice
+from tiny_agent_core.mcp.exchanges import MAX_EXCHANGE_BYTES, McpExchanges
+from tiny_agent_core.mcp.names import function_name
+from tiny_agent_core.mcp.tool import McpCall
+
+pytestmark = pytest.mark.timeout(90)
+
+
+def missing_server(alias: str = "gone") -> StdioServer:
+    return StdioServer(alias, "/nonexistent/mcp-server-that-is-not-installed")
+
+
+def test_the_app_catalog_round_trips_and_serves_the_cli_too(tmp_path: Path) -> None:
+    path = app_catalog_path(tmp_path / "config")
+    catalog = AppCatalog(
+        {"local": stdio_server("local"), "docs": HttpServer("docs", "https://mcp.example.com/mcp")},
+        frozenset({"local"}),
+    )
+    save_app_catalog(path, catalog)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert load_app_catalog(path) == catalog
+    assert json.loads(path.read_text())["enabled"] == ["local"]
+    assert list(load_catalog(path).servers) == ["local", "docs"]  # tiny-agent run --mcp-config reads it
+
+
+def test_a_missing_app_catalog_is_empty_and_a_broken_one_says_where(tmp_path: Path) -> None:
+    assert load_app_catalog(tmp_path / "none.json") == AppCatalog()
+    path = tmp_path / "mcp-servers.json"
+    path.write_text('{"servers": {"x": {"command": "a"}}, "enabled": ["y"]}')
+    with pytest.raises(McpCatalogError, match="enabled names servers the catalog does not have: y"):
+        load_app_catalog(path)
+    path.write_text('{"servers": {"x": {"command": "a", "headers": {}}}}')
+    with pytest.raises(McpCatalogError, match=r"servers\.x has unknown keys: headers"):
+        load_app_catalog(path)
+    path.write_text('{"mcpServers": {}}')
+    with pytest.raises(McpCatalogError, match='must be a JSON object with "servers"'):
+        load_app_catalog(path)
+
+
+def test_an_entry_that_does_not_validate_is_not_written(tmp_path: Path) -> None:
+    path = tmp_path / "mcp-servers.json"
+    with pytest.raises(McpCatalogError):
+        save_app_catalog(path, AppCatalog({"bad": StdioServer("bad", "")}))
+    assert not path.exists()
+
+
+def test_importing_a_claude_desktop_file_keeps_existing_aliases(tmp_path: Path) -> None:
+    picked = tmp_path / "claude_desktop_config.json"
+    picked.write_text(
+        json.dumps(
+            {
+                "theme": "dark",
+                "mcpServers": {
+                    "files": {"command": "npx", "args": ["-y", "files-server"]},
+                    "local": {"command": "other"},
+                },
+            }
+        )
+    )
+    added, skipped = import_servers(picked, ["local"])
+    assert added == {"files": StdioServer("files", "npx", ("-y", "files-server"))}
+    assert skipped == ["local"]
+
+
+async def test_a_window_connects_the_enabled_servers_once_and_keeps_going_without_a_broken_one(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "mcp-servers.json"
+    catalog = AppCatalog(
+        {"t": stdio_server("t"), "gone": missing_server(), "off": stdio_server("off")}, frozenset({"t", "gone"})
+    )
+    save_app_catalog(path, catalog)
+    servers = AppServers(path)
+    try:
+        failures = await servers.ensure()
+        assert [type(error) for error in failures] == [McpConnectError]
+        assert isinstance(failures[0], McpConnectError)
+        assert failures[0].alias == "gone"
+        assert failures[0].cause == "connection_failed"
+        assert "Check the command" in connect_advice(failures[0])
+        assert servers.connected == ["t"]
+        assert {tool.display_name for tool in servers.tools()} >= {"mcp:t/echo", "mcp:t/pid"}
+        generation = servers.generation
+        pid_tool = next(tool for tool in servers.tools() if tool.remote_name == "pid")
+        server_pid = int((await pid_tool.execute({})).content.split("\n\n")[0])
+
+        assert await servers.ensure() == []  # nothing changed: nothing reconnects, nothing is reported again
+        assert servers.generation == generation
+        assert running(server_pid)
+
+        save_app_catalog(path, AppCatalog(catalog.servers, frozenset({"off"})))
+        assert await servers.ensure() == []
+        assert servers.connected == ["off"]
+        assert servers.generation != generation
+        assert not running(server_pid)
+    finally:
+        await servers.aclose()
+    assert servers.connected == []
+
+
+async def test_an_unreadable_catalog_is_reported_once(tmp_path: Path) -> None:
+    path = tmp_path / "mcp-servers.json"
+    path.write_text("{not json")
+    servers = AppServers(path)
+    failures = await servers.ensure()
+    assert len(failures) == 1
+    assert isinstance(failures[0], McpCatalogError)
+    assert await servers.ensure() == []
+    servers.changed()
+    assert len(await servers.ensure()) == 1
+
+
+async def test_test_lists_the_tools_and_which_are_offered() -> None:
+    tools = await probe_server(stdio_server("t", allowed_tools=("echo",)))
+    by_name = {tool.name: tool for tool in tools}
+    assert by_name["echo"].offered
+    assert by_name["echo"].description == "Return the text unchanged."
+    assert not by_name["pid"].offered
+
+
+async def test_test_of_a_server_that_hangs_is_bounded() -> None:
+    silent = StdioServer("mute", sys.executable, ("-c", "import time; time.sleep(60)"))
+    with pytest.raises(McpConnectError) as caught:
+        await probe_server(silent, connect_timeout=1.0)
+    assert caught.value.cause == "timeout"
+    assert "terminal" in connect_advice(caught.value)
+
+
+def call(tool: str = "echo", request: str = '{"name": "echo", "arguments": {}}', response: str = "{}") -> McpCall:
+    return McpCall("t", tool, 1, 2, request, response)
+
+
+def test_an_exchange_belongs_to_the_call_announced_last_and_is_bounded_and_masked() -> None:
+    exchanges = McpExchanges(limit=2, redact=lambda text: text.replace("sk-secret", "[redacted]"))
+    exchanges.started("c1", function_name("t", "echo") or "")
+    exchanges.settled(call(response='{"content": [{"type": "text", "text": "sk-secret"}]}'), "stdio")
+    kept = exchanges.get("c1")
+    assert kept is not None
+    assert kept.display_name == "mcp:t/echo"
+    assert kept.kind == "stdio"
+    assert kept.response_value() == {"content": [{"type": "text", "text": "[redacted]"}]}
+    exchanges.settled(call(), "stdio")  # nothing announced: dropped
+    exchanges.started("c2", "read")
+    exchanges.settled(call(), "stdio")  # another tool was announced: dropped
+    assert len(exchanges) == 1
+    for number in (3, 4):
+        exchanges.started(f"c{number}", function_name("t", "big") or "")
+        exchanges.settled(call("big", response=json.dumps({"text": "x" * 60_000})), "stdio")
+    assert exchanges.get("c1") is None  # the oldest went
+    big = exchanges.get("c4")
+    assert big is not None
+    assert len(big.response.encode()) < MAX_EXCHANGE_BYTES + 100
+    assert big.response_value() is None  # cut: shown as text only
