@@ -25,8 +25,9 @@ import httpx
 
 from benchmarks.deadline import exit_after
 from tests.loopback import LoopbackServer, Reply, sse_events
-from tiny_agent_core.providers.client import ProviderClient, TextDelta
+from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.providers.profiles import custom_profile
+from tiny_agent_core.providers.results import StreamedText
 from tiny_agent_core.providers.transport import Timeouts
 
 
@@ -47,7 +48,7 @@ async def _one(client: ProviderClient, server: LoopbackServer, index: int) -> fl
     async def consume() -> None:
         async with stream:
             async for event in stream:
-                if isinstance(event, TextDelta):
+                if isinstance(event, StreamedText):
                     first.set()
 
     task = asyncio.create_task(consume())

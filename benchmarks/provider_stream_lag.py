@@ -26,8 +26,9 @@ import httpx
 
 from benchmarks.deadline import exit_after
 from tests.loopback import LoopbackServer, Reply, sse_events
-from tiny_agent_core.providers.client import ChatCompleted, ProviderClient, TextDelta
+from tiny_agent_core.providers.client import ChatCompleted, ProviderClient
 from tiny_agent_core.providers.profiles import custom_profile
+from tiny_agent_core.providers.results import StreamedText
 from tiny_agent_core.providers.transport import Timeouts
 
 
@@ -68,7 +69,7 @@ async def _measure(base_url: str) -> dict[str, object]:
         started = time.perf_counter()
         async with client.stream_chat(profile, model="m", messages=messages, timeouts=Timeouts(read=30)) as stream:
             async for event in stream:
-                if isinstance(event, TextDelta):
+                if isinstance(event, StreamedText):
                     deltas += 1
                 elif isinstance(event, ChatCompleted):
                     assert event.response.stop_reason == "stop"

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     )
     from tiny_agent_core.messages import AssistantMessage, FunctionCall, Message, ToolCall, ToolMessage, UserMessage
     from tiny_agent_core.pricing import Cost, price_request
-    from tiny_agent_core.providers.openai_chat import NormalizedResponse, normalize_response_body, normalize_sse_text
+    from tiny_agent_core.providers.openai_chat import normalize_response_body, normalize_sse_text
+    from tiny_agent_core.providers.results import NormalizedResponse
     from tiny_agent_core.seam import normalize_assistant_message
     from tiny_agent_core.stop_reasons import StopReason, stop_reason
     from tiny_agent_core.transcript import Transcript
@@ -91,7 +92,8 @@ _HOMES = {
         "UserMessage",
     ),
     "tiny_agent_core.pricing": ("Cost", "price_request"),
-    "tiny_agent_core.providers.openai_chat": ("NormalizedResponse", "normalize_response_body", "normalize_sse_text"),
+    "tiny_agent_core.providers.openai_chat": ("normalize_response_body", "normalize_sse_text"),
+    "tiny_agent_core.providers.results": ("NormalizedResponse",),
     "tiny_agent_core.seam": ("normalize_assistant_message",),
     "tiny_agent_core.stop_reasons": ("StopReason", "stop_reason"),
     "tiny_agent_core.transcript": ("Transcript",),

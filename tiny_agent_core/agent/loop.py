@@ -77,11 +77,11 @@ from tiny_agent_core.errors import (
     TinyAgentError,
 )
 from tiny_agent_core.pricing import Cost, Overrides, price_request
-from tiny_agent_core.providers import client as provider_client
 from tiny_agent_core.providers.capture import RawCapture
 from tiny_agent_core.providers.client import ChatCompleted, ChatStream, ProviderClient
-from tiny_agent_core.providers.openai_chat import DIALECT_REPAIRS, NormalizedResponse
+from tiny_agent_core.providers.openai_chat import DIALECT_REPAIRS
 from tiny_agent_core.providers.profiles import ProviderProfile
+from tiny_agent_core.providers.results import NormalizedResponse, StreamedText, StreamedToolCall
 from tiny_agent_core.providers.transport import Timeouts
 from tiny_agent_core.redaction import Redactor, environment_secrets
 from tiny_agent_core.session import facts
@@ -568,9 +568,9 @@ class Agent:
                 async for event in stream:
                     if isinstance(event, ChatCompleted):
                         return event
-                    if isinstance(event, provider_client.TextDelta):
+                    if isinstance(event, StreamedText):
                         self._emit(TextDelta(step_id, event.text))
-                    elif isinstance(event, provider_client.ToolCallDelta):
+                    elif isinstance(event, StreamedToolCall):
                         self._emit(ToolCallDelta(step_id, event.index, event.name, event.arguments))
         finally:
             self._capture = stream.capture

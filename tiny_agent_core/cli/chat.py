@@ -37,8 +37,9 @@ from typing import Any
 from tiny_agent_core.agent.events import tokens_per_second
 from tiny_agent_core.cli.arguments import base_url, request_timeouts, seconds
 from tiny_agent_core.errors import EmptyResponseError, ProviderConfigurationError, ProviderError
-from tiny_agent_core.providers.client import ChatCompleted, ProviderClient, TextDelta, error_summary
+from tiny_agent_core.providers.client import ChatCompleted, ProviderClient, error_summary
 from tiny_agent_core.providers.profiles import ProviderProfile, check_api_key, list_models, profile_for_base_url
+from tiny_agent_core.providers.results import StreamedText
 from tiny_agent_core.providers.transport import Timeouts
 
 
@@ -106,7 +107,7 @@ async def _chat(args: argparse.Namespace, profile: ProviderProfile, key: str | N
             )
             async with stream:
                 async for event in stream:
-                    if isinstance(event, TextDelta):
+                    if isinstance(event, StreamedText):
                         sys.stdout.write(event.text)
                         sys.stdout.flush()
                     elif isinstance(event, ChatCompleted):

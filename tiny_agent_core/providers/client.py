@@ -2,8 +2,8 @@
 
 One :class:`ProviderClient` per application owns (or is given) the one :class:`httpx.AsyncClient`. Each request
 is a :class:`ChatStream`: an async iterator of :data:`ChatEvent` as bytes arrive — the adapter's deltas
-(:class:`TextDelta`, :class:`ToolCallDelta`, :class:`UsageReported`), then one :class:`ChatCompleted` with the
-:class:`~tiny_agent_core.providers.openai_chat.NormalizedResponse` and the :class:`RawCapture` — or a typed
+(:class:`StreamedText`, :class:`StreamedToolCall`, :class:`UsageReported`), then one :class:`ChatCompleted` with the
+:class:`~tiny_agent_core.providers.results.NormalizedResponse` and the :class:`RawCapture` — or a typed
 :class:`~tiny_agent_core.errors.ProviderError` raised. The final result is exactly what the adapter gives for
 the same bytes (``tiny-agent wire normalize``). When a profile switches streaming off, the same events are
 produced from the JSON body.
@@ -43,21 +43,23 @@ from httpx_sse import EventSource, SSEError
 from tiny_agent_core.errors import MalformedResponseError, ProviderConnectionError, ProviderError, ProviderHTTPError
 from tiny_agent_core.providers.capture import DEFAULT_CAPTURE_LIMIT, CaptureRecorder, RawCapture
 from tiny_agent_core.providers.openai_chat import (
-    DEFAULT_LIMITS,
     Dialect,
-    Limits,
-    NormalizedResponse,
     StreamAccumulator,
-    StreamDelta,
-    TextDelta,
-    ToolCallDelta,
-    UsageReported,
     dialect_fallback,
     http_error,
     normalize_response_body,
     repair_request,
 )
 from tiny_agent_core.providers.profiles import ProviderProfile
+from tiny_agent_core.providers.results import (
+    DEFAULT_LIMITS,
+    Limits,
+    NormalizedResponse,
+    StreamDelta,
+    StreamedText,
+    StreamedToolCall,
+    UsageReported,
+)
 from tiny_agent_core.providers.transport import (
     Deadline,
     StreamGuard,
@@ -75,9 +77,9 @@ __all__ = [
     "ChatStream",
     "Limits",
     "ProviderClient",
-    "TextDelta",
+    "StreamedText",
+    "StreamedToolCall",
     "Timeouts",
-    "ToolCallDelta",
     "UsageReported",
     "build_request_body",
     "error_summary",
@@ -92,7 +94,7 @@ class ChatCompleted:
     capture: RawCapture
 
 
-ChatEvent = TextDelta | ToolCallDelta | UsageReported | ChatCompleted
+ChatEvent = StreamedText | StreamedToolCall | UsageReported | ChatCompleted
 """What a :class:`ChatStream` yields."""
 
 
@@ -203,9 +205,9 @@ def _deltas_of(result: NormalizedResponse) -> list[StreamDelta]:
     """The events a non-streamed response stands for, in stream order."""
     out: list[StreamDelta] = []
     if result.message.content:
-        out.append(TextDelta(result.message.content))
+        out.append(StreamedText(result.message.content))
     for index, call in enumerate(result.message.calls):
-        out.append(ToolCallDelta(index, call.id, call.function.name, call.function.arguments))
+        out.append(StreamedToolCall(index, call.id, call.function.name, call.function.arguments))
     if result.usage is not None:
         out.append(UsageReported(result.usage))
     return out

@@ -41,10 +41,10 @@ A legacy ``function_call`` answer (without ``tool_calls``) is rejected: this cli
 the call carries no id to bind a result to. A context-window overflow becomes
 :class:`~tiny_agent_core.errors.ContextLengthError` (kind ``context_length``) with the way out.
 
-Limits (:class:`Limits`, each default a module constant): a broken or hostile provider cannot make the app hold
-more than a bounded amount of memory or parse unbounded JSON. A response over a limit is refused with
-:class:`~tiny_agent_core.errors.ResponseTooLargeError` (kind ``malformed``); JSON nested deeper than
-:data:`MAX_JSON_DEPTH` or with more than :data:`MAX_JSON_VALUES` values is malformed before it is parsed.
+Every response is held to :class:`~tiny_agent_core.providers.results.Limits` (message, tool calls, arguments)
+as it grows, and all provider JSON is parsed within the bounds of
+:func:`~tiny_agent_core.providers.results.parse_json`; the shared result types live in
+:mod:`tiny_agent_core.providers.results`.
 """
 
 from __future__ import annotations
@@ -52,8 +52,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
@@ -75,13 +74,30 @@ from tiny_agent_core.errors import (
     ProviderHTTPError,
     ProviderReportedError,
     RateLimitError,
-    ResponseTooLargeError,
     ServerError,
 )
 from tiny_agent_core.messages import AssistantMessage
-from tiny_agent_core.providers.transport import describe_size
+from tiny_agent_core.providers.results import (
+    DEFAULT_LIMITS,
+    IdFactory,
+    Limits,
+    NormalizedResponse,
+    Notes,
+    Pieces,
+    StreamDelta,
+    StreamedText,
+    StreamedToolCall,
+    UsageReported,
+    arguments_too_large,
+    load_json,
+    message_too_large,
+    new_tool_call_id,
+    parse_json,
+    too_many_calls,
+    utf8_size,
+)
 from tiny_agent_core.seam import ASSISTANT_KEYS, FUNCTION_KEYS, TOOL_CALL_KEYS, normalize_assistant_message
-from tiny_agent_core.stop_reasons import StopReason, stop_reason
+from tiny_agent_core.stop_reasons import stop_reason
 from tiny_agent_core.usage import MAX_SAFE_INTEGER, Usage
 
 REPAIRS = (
@@ -193,182 +209,6 @@ def _error_text(error: ProviderError) -> str:
 
 _NON_CONTENT_PARTS = frozenset({"reasoning", "thinking", "redacted_thinking"})
 
-_MIB = 1024 * 1024
-
-MAX_RESPONSE_BYTES = 32 * _MIB
-"""The largest response body read without streaming (a JSON answer, an HTTP error body, a model list). A real
-answer is at most a few MiB (a long answer with several large tool calls). An error body over it is cut at it."""
-MAX_STREAM_BYTES = 256 * _MIB
-"""The largest streamed (SSE) response. Streams carry ~200–500 bytes of framing per token, so even a 128k-token
-reasoning answer stays far below it."""
-MAX_SSE_EVENT_BYTES = 16 * _MIB
-"""The largest single SSE event, and so the longest line, enforced on the bytes before any line is assembled. A
-real event carries one small delta (a few hundred bytes); a tool call sent in one piece is bounded by
-:data:`MAX_TOOL_CALL_ARGUMENT_BYTES`."""
-MAX_MESSAGE_BYTES = 32 * _MIB
-"""The largest assistant message (text, refusal and tool-call arguments together, in UTF-8 bytes), streamed or not:
-about 8 million tokens, far beyond any model's output limit."""
-MAX_TOOL_CALLS = 128
-"""The most tool calls one assistant message may carry (models make a handful; OpenAI allows 128 tools)."""
-MAX_TOOL_CALL_ARGUMENT_BYTES = 4 * _MIB
-"""The largest arguments of one tool call (UTF-8 bytes): a whole file written in one call fits easily."""
-MAX_JSON_DEPTH = 128
-"""The deepest nesting of arrays and objects accepted in any provider JSON (responses nest fewer than 10 levels);
-checked before parsing, so a hostile body cannot exhaust the parser's recursion."""
-MAX_JSON_VALUES = 1_000_000
-"""The most arrays, objects and list/object members in one provider JSON document (a response has a few dozen),
-checked before parsing: a 32 MiB body of ``[{},{},…]`` would otherwise become ~800 MB of Python objects."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    """The size limits applied to one response; the defaults are the module constants, far above real traffic."""
-
-    response_bytes: int = MAX_RESPONSE_BYTES
-    """See :data:`MAX_RESPONSE_BYTES`."""
-    stream_bytes: int = MAX_STREAM_BYTES
-    """See :data:`MAX_STREAM_BYTES`."""
-    sse_event_bytes: int = MAX_SSE_EVENT_BYTES
-    """See :data:`MAX_SSE_EVENT_BYTES`."""
-    message_bytes: int = MAX_MESSAGE_BYTES
-    """See :data:`MAX_MESSAGE_BYTES`."""
-    tool_calls: int = MAX_TOOL_CALLS
-    """See :data:`MAX_TOOL_CALLS`."""
-    tool_call_argument_bytes: int = MAX_TOOL_CALL_ARGUMENT_BYTES
-    """See :data:`MAX_TOOL_CALL_ARGUMENT_BYTES`."""
-
-
-DEFAULT_LIMITS = Limits()
-"""The limits used when none are given."""
-
-IdFactory = Callable[[], str]
-
-
-def new_tool_call_id() -> str:
-    """A fresh, unique tool-call id for calls the provider sent without one."""
-    return f"call_{uuid.uuid4().hex[:24]}"
-
-
-@dataclass(frozen=True)
-class NormalizedResponse:
-    """The canonical outcome of one model response."""
-
-    message: AssistantMessage
-    """The assistant message, rebuilt from the whitelist."""
-    stop_reason: StopReason
-    """Why the model stopped, cross-validated with the message."""
-    usage: Usage | None
-    """Provider-reported usage; ``None`` when the provider reported none (unknown, not zero)."""
-    repairs: tuple[str, ...] = ()
-    """Names of the dialect repairs applied (see :data:`REPAIRS`), in the order first applied."""
-    dropped: tuple[str, ...] = ()
-    """Provider-only message fields that carried a value and were not copied (e.g. ``message.reasoning``)."""
-    provider_cost: Decimal | None = None
-    """The provider's own cost figure (OpenRouter ``usage.cost``), when it sent a meaningful one."""
-    response_id: str | None = None
-    """The provider's response id, for support requests."""
-    model: str | None = None
-    """The model the provider says answered."""
-    outbound_repairs: tuple[str, ...] = ()
-    """Names of the outbound repairs applied to the request (see :data:`OUTBOUND_REPAIRS`); set by the client."""
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``tiny-agent wire normalize`` success object."""
-        return {
-            "ok": True,
-            "stopReason": self.stop_reason,
-            "message": self.message.as_dict(),
-            "usage": self.usage.as_dict() if self.usage else None,
-            "repairs": list(self.repairs),
-        }
-
-
-@dataclass(frozen=True)
-class TextDelta:
-    """A piece of assistant text as it streams in."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class ToolCallDelta:
-    """A piece of a streamed tool call; ``index`` identifies the call, other fields arrive when known."""
-
-    index: int
-    id: str | None
-    name: str | None
-    arguments: str
-
-
-@dataclass(frozen=True)
-class UsageReported:
-    """Usage arrived in the stream (often in a final chunk; some providers repeat it cumulatively)."""
-
-    usage: Usage
-
-
-StreamDelta = TextDelta | ToolCallDelta | UsageReported
-"""What :meth:`StreamAccumulator.feed` reports as chunks arrive."""
-
-
-class _Notes:
-    """Repairs and dropped fields collected while processing one response."""
-
-    def __init__(self) -> None:
-        self.repairs: dict[str, None] = {}
-        self.dropped: dict[str, None] = {}
-
-    def repair(self, name: str) -> None:
-        self.repairs.setdefault(name, None)
-
-    def drop_extras(self, value: Mapping[str, Any], allowed: Iterable[str], prefix: str) -> None:
-        keep = set(allowed)
-        for key, item in value.items():
-            if key not in keep and item is not None:
-                self.dropped.setdefault(f"{prefix}{key}", None)
-
-
-_ESCAPE = re.compile(r"\\.", re.DOTALL)
-_STRING = re.compile(r'"[^"]*"')
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-
-
-def _json_bounds_error(text: str) -> str | None:
-    """Why ``text`` exceeds :data:`MAX_JSON_DEPTH` or :data:`MAX_JSON_VALUES`, else ``None``; linear time.
-
-    Exact for any text ``json.loads`` accepts (escapes, then strings, are removed, leaving the structure); for
-    anything else the answer does not matter, as the parse fails anyway.
-    """
-    opened = text.count("[") + text.count("{")
-    if opened <= MAX_JSON_DEPTH and opened + text.count(",") <= MAX_JSON_VALUES:
-        return None  # the common case, at the cost of three C-speed scans
-    structure = _STRING.sub("", _ESCAPE.sub("", text))
-    if structure.count("[") + structure.count("{") + structure.count(",") > MAX_JSON_VALUES:
-        return f"it has more than {MAX_JSON_VALUES:,} values"
-    depth = 0
-    for bracket in _NOT_BRACKET.sub("", structure):
-        depth += 1 if bracket in "[{" else -1
-        if depth > MAX_JSON_DEPTH:
-            return f"it is nested more than {MAX_JSON_DEPTH} levels deep"
-    return None
-
-
-def parse_json(data: bytes | str) -> Any:
-    """Provider JSON, parsed like ``json.loads`` but within :data:`MAX_JSON_DEPTH` and :data:`MAX_JSON_VALUES`;
-    ``ValueError`` (with the reason) for anything it cannot accept, never ``RecursionError``."""
-    text = data.decode(json.detect_encoding(data), "surrogatepass") if isinstance(data, bytes) else data
-    reason = _json_bounds_error(text)
-    if reason is not None:
-        raise ValueError(reason)
-    return json.loads(text)
-
-
-def _load_json(data: bytes | str, what: str) -> Any:
-    try:
-        return parse_json(data)
-    except ValueError as error:
-        raise MalformedResponseError(f"{what} is not valid JSON: {error}.") from error
-
 
 def _error_message(error: Any) -> str:
     """The most useful human text inside a provider ``error`` value (handles nested and metadata forms)."""
@@ -401,7 +241,7 @@ def _count(owner: Mapping[str, Any], key: str, where: str) -> int | None:
     return value
 
 
-def usage_from_wire(usage: Any, notes: _Notes | None = None) -> Usage | None:
+def usage_from_wire(usage: Any, notes: Notes | None = None) -> Usage | None:
     """Map a Chat Completions ``usage`` object to :class:`Usage`; ``None`` when the provider reported none.
 
     ``cacheRead`` is ``prompt_tokens_details.cached_tokens``, else DeepSeek's ``prompt_cache_hit_tokens`` (only
@@ -453,7 +293,7 @@ def _provider_cost(usage: Any) -> Decimal | None:
     return value if value.is_finite() and value >= 0 else None
 
 
-def _content_from_parts(parts: list[Any], notes: _Notes) -> str:
+def _content_from_parts(parts: list[Any], notes: Notes) -> str:
     texts: list[str] = []
     for part in parts:
         kind = part.get("type") if isinstance(part, dict) else None
@@ -465,7 +305,7 @@ def _content_from_parts(parts: list[Any], notes: _Notes) -> str:
     return "".join(texts)
 
 
-def _repair_message(message: Any, notes: _Notes, new_id: IdFactory) -> Any:
+def _repair_message(message: Any, notes: Notes, new_id: IdFactory) -> Any:
     """Apply the unambiguous dialect repairs to a wire assistant message; leave everything else to the seam."""
     if not isinstance(message, dict):
         return message
@@ -485,7 +325,7 @@ def _repair_message(message: Any, notes: _Notes, new_id: IdFactory) -> Any:
     return repaired
 
 
-def _repair_call(call: Any, notes: _Notes, new_id: IdFactory) -> Any:
+def _repair_call(call: Any, notes: Notes, new_id: IdFactory) -> Any:
     if not isinstance(call, dict):
         return call
     repaired = dict(call)
@@ -509,7 +349,7 @@ def _repair_call(call: Any, notes: _Notes, new_id: IdFactory) -> Any:
     return repaired
 
 
-def _note_dropped(message: Any, notes: _Notes) -> None:
+def _note_dropped(message: Any, notes: Notes) -> None:
     if not isinstance(message, dict):
         return
     notes.drop_extras(message, ASSISTANT_KEYS, "message.")
@@ -542,63 +382,33 @@ def _check_legacy_call(message: Any, usage: Usage | None) -> None:
         )
 
 
-def _utf8_size(text: str) -> int:
-    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-
-
-def _too_many_calls(limits: Limits) -> ResponseTooLargeError:
-    return ResponseTooLargeError(
-        f"The response has more than {limits.tool_calls} tool calls in one message (the limit), so it was refused. "
-        "The model or the server is misbehaving; retry.",
-        limit=limits.tool_calls,
-    )
-
-
-def _arguments_too_large(limits: Limits) -> ResponseTooLargeError:
-    size = limits.tool_call_argument_bytes
-    return ResponseTooLargeError(
-        f"A tool call's arguments are larger than {describe_size(size)} (the limit for one call), so the response "
-        "was refused. Retry; if the model keeps doing it, ask for the work in smaller steps.",
-        limit=size,
-    )
-
-
-def _message_too_large(limits: Limits) -> ResponseTooLargeError:
-    size = limits.message_bytes
-    return ResponseTooLargeError(
-        f"The assistant message is larger than {describe_size(size)} (the size limit of one message), so it was "
-        "refused. Retry; if it keeps happening, lower max_tokens or check the base URL.",
-        limit=size,
-    )
-
-
 def _check_limits(message: Any, limits: Limits) -> None:
     """Refuse a repaired wire message over the tool-call or message limits, before the seam copies it."""
     if not isinstance(message, dict):
         return
     content = message.get("content")
-    total = _utf8_size(content) if isinstance(content, str) else 0
+    total = utf8_size(content) if isinstance(content, str) else 0
     calls = message.get("tool_calls")
     if isinstance(calls, list):
         if len(calls) > limits.tool_calls:
-            raise _too_many_calls(limits)
+            raise too_many_calls(limits)
         for call in calls:
             function = call.get("function") if isinstance(call, dict) else None
             arguments = function.get("arguments") if isinstance(function, dict) else None
             if isinstance(arguments, str):
-                size = _utf8_size(arguments)
+                size = utf8_size(arguments)
                 if size > limits.tool_call_argument_bytes:
-                    raise _arguments_too_large(limits)
+                    raise arguments_too_large(limits)
                 total += size
     if total > limits.message_bytes:
-        raise _message_too_large(limits)
+        raise message_too_large(limits)
 
 
 def _finalize(
     message: Any,
     finish_reason: Any,
     usage: Usage | None,
-    notes: _Notes,
+    notes: Notes,
     new_id: IdFactory,
     limits: Limits,
     *,
@@ -650,10 +460,10 @@ def normalize_response_body(
     ``error`` object, a content filter or refusal, a message over ``limits``, or a seam / finish-reason rejection
     (with usage attached).
     """
-    value = _load_json(body, "The provider response")
+    value = load_json(body, "The provider response")
     if not isinstance(value, dict):
         raise MalformedResponseError("The provider response is not a JSON object.")
-    notes = _Notes()
+    notes = Notes()
     usage = usage_from_wire(value.get("usage"), notes)
     if value.get("error") is not None:
         raise ProviderReportedError(f"The provider reported an error: {_error_message(value['error'])}", usage=usage)
@@ -679,42 +489,12 @@ def normalize_response_body(
     )
 
 
-_GROUP = 256
-"""Streamed pieces joined into one string at a time (see :class:`_Pieces`)."""
-
-
-class _Pieces:
-    """Streamed text in arrival order, joined in groups of :data:`_GROUP`: millions of tiny deltas do not each keep
-    a string object alive. ``count`` is how many pieces were added, ``size`` their UTF-8 bytes."""
-
-    def __init__(self) -> None:
-        self._groups: list[str] = []
-        self._open: list[str] = []
-        self.count = 0
-        self.size = 0
-
-    def add(self, piece: str) -> int:
-        """Append ``piece``; return its size in bytes."""
-        size = _utf8_size(piece)
-        self._open.append(piece)
-        self.count += 1
-        self.size += size
-        if len(self._open) >= _GROUP:
-            self._groups.append("".join(self._open))
-            self._open.clear()
-        return size
-
-    def text(self) -> str:
-        """Everything added, joined."""
-        return "".join([*self._groups, *self._open])
-
-
 @dataclass
 class _PartialCall:
     id: str | None = None
     type: str | None = None
     name: str | None = None
-    arguments: _Pieces = field(default_factory=_Pieces)
+    arguments: Pieces = field(default_factory=Pieces)
     arguments_object: Any = None
 
 
@@ -734,9 +514,9 @@ class StreamAccumulator:
         self._new_id = new_id
         self._limits = limits
         self._message_bytes = 0
-        self._notes = _Notes()
-        self._text: _Pieces | None = None
-        self._refusal = _Pieces()
+        self._notes = Notes()
+        self._text: Pieces | None = None
+        self._refusal = Pieces()
         self._calls: dict[int, _PartialCall] = {}
         self._last_index: int | None = None
         self._finish_reason: Any = None
@@ -770,7 +550,7 @@ class StreamAccumulator:
             with contextlib.suppress(ValueError):
                 detail = _error_message(parse_json(data))
             raise ProviderReportedError(f"The provider reported an error mid-stream: {detail}", usage=self._usage)
-        chunk = _load_json(data, f"Stream chunk {self._chunks + 1}")
+        chunk = load_json(data, f"Stream chunk {self._chunks + 1}")
         self._chunks += 1
         if not isinstance(chunk, dict):
             raise MalformedResponseError(f"Stream chunk {self._chunks} is not a JSON object.", usage=self._usage)
@@ -825,10 +605,10 @@ class StreamAccumulator:
             if not isinstance(content, str):
                 raise MalformedResponseError("invalid assistant content")
             if self._text is None:
-                self._text = _Pieces()
+                self._text = Pieces()
             self._grow(self._text.add(content))
             if content:
-                out.append(TextDelta(content))
+                out.append(StreamedText(content))
         refusal = delta.get("refusal")
         if isinstance(refusal, str):
             self._grow(self._refusal.add(refusal))
@@ -844,7 +624,7 @@ class StreamAccumulator:
     def _grow(self, size: int) -> None:
         self._message_bytes += size
         if self._message_bytes > self._limits.message_bytes:
-            raise _message_too_large(self._limits)
+            raise message_too_large(self._limits)
 
     def _call_index(self, call: dict[str, Any]) -> int:
         index = call.get("index")
@@ -862,12 +642,12 @@ class StreamAccumulator:
             return max(self._calls, default=-1) + 1
         return self._last_index
 
-    def _apply_call_delta(self, call: Any) -> ToolCallDelta:
+    def _apply_call_delta(self, call: Any) -> StreamedToolCall:
         if not isinstance(call, dict):
             raise MalformedResponseError("invalid assistant tool call")
         index = self._call_index(call)
         if index not in self._calls and len(self._calls) >= self._limits.tool_calls:
-            raise _too_many_calls(self._limits)
+            raise too_many_calls(self._limits)
         self._last_index = index
         partial = self._calls.setdefault(index, _PartialCall())
         self._notes.drop_extras(call, TOOL_CALL_KEYS | {"index"}, f"message.tool_calls[{index}].")
@@ -901,14 +681,16 @@ class StreamAccumulator:
                 arguments = piece
                 self._grow(partial.arguments.add(piece))
                 if partial.arguments.size > self._limits.tool_call_argument_bytes:
-                    raise _arguments_too_large(self._limits)
+                    raise arguments_too_large(self._limits)
             elif isinstance(piece, dict):
                 if partial.arguments.count or partial.arguments_object is not None:
                     raise MalformedResponseError("invalid assistant tool call function: mixed argument forms")
                 partial.arguments_object = piece
             elif piece is not None:
                 raise MalformedResponseError("invalid assistant tool call function")
-        return ToolCallDelta(index, call_id if isinstance(call_id, str) and call_id else None, name or None, arguments)
+        return StreamedToolCall(
+            index, call_id if isinstance(call_id, str) and call_id else None, name or None, arguments
+        )
 
     def _message(self) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant"}

@@ -23,13 +23,8 @@ import httpx
 
 from tiny_agent_core.errors import MalformedResponseError, ProviderConfigurationError, ProviderError
 from tiny_agent_core.providers.locality import is_local_url
-from tiny_agent_core.providers.openai_chat import (
-    LOCAL_DIALECT,
-    MAX_RESPONSE_BYTES,
-    Dialect,
-    http_error,
-    parse_json,
-)
+from tiny_agent_core.providers.openai_chat import LOCAL_DIALECT, Dialect, http_error
+from tiny_agent_core.providers.results import MAX_RESPONSE_BYTES, parse_json
 from tiny_agent_core.providers.transport import (
     Deadline,
     Timeouts,
@@ -236,7 +231,7 @@ async def list_models(
     """The model ids ``GET <base_url>/models`` offers, sorted; ``[]`` when the profile has no model list.
 
     Raises the same typed errors as a chat request (HTTP errors, timeouts, connection failures, malformed); the
-    body is read up to :data:`~tiny_agent_core.providers.openai_chat.MAX_RESPONSE_BYTES`.
+    body is read up to :data:`~tiny_agent_core.providers.results.MAX_RESPONSE_BYTES`.
     """
     if not profile.models_endpoint:
         return []

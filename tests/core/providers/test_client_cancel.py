@@ -11,8 +11,9 @@ import pytest
 
 from tests.core.providers.support import FAST, MESSAGES, TEST_KEY
 from tests.loopback import LoopbackServer, Reply, sse_events
-from tiny_agent_core.providers.client import ChatEvent, ChatStream, ProviderClient, TextDelta
+from tiny_agent_core.providers.client import ChatEvent, ChatStream, ProviderClient
 from tiny_agent_core.providers.profiles import custom_profile
+from tiny_agent_core.providers.results import StreamedText
 
 SLOW = sse_events(
     [{"id": "c", "choices": [{"index": 0, "delta": {"content": f"w{i} "}, "finish_reason": None}]} for i in range(400)]
@@ -51,7 +52,7 @@ async def test_cancelling_the_consumer_closes_the_connection(server: LoopbackSer
     assert server.requests[0].client_closed
     assert not server.requests[0].response_complete
     assert events
-    assert isinstance(events[0], TextDelta)
+    assert isinstance(events[0], StreamedText)
     assert stream.capture is not None
     assert stream.capture.error is not None
     assert stream.capture.error["kind"] == "cancelled"
@@ -76,7 +77,7 @@ async def test_stopping_early_inside_async_with_closes_at_once(server: LoopbackS
     server.queue(Reply.sse(SLOW, pace=0.05))
     async with _stream(client, server) as stream:
         async for event in stream:
-            assert isinstance(event, TextDelta)
+            assert isinstance(event, StreamedText)
             break
     assert await asyncio.to_thread(server.requests[0].wait_closed, 5)
     assert stream.capture is not None
@@ -111,5 +112,5 @@ async def test_client_survives_cancellation(server: LoopbackServer, client: Prov
             break
     events: list[ChatEvent] = []
     await _consume(_stream(client, server), asyncio.Event(), events)
-    assert len([e for e in events if isinstance(e, TextDelta)]) == 400
+    assert len([e for e in events if isinstance(e, StreamedText)]) == 400
     assert server.requests[1].response_complete

@@ -21,7 +21,8 @@ from tiny_agent_core.errors import (
     RateLimitError,
     ServerError,
 )
-from tiny_agent_core.providers.client import ChatCompleted, ProviderClient, TextDelta
+from tiny_agent_core.providers.client import ChatCompleted, ProviderClient
+from tiny_agent_core.providers.results import StreamedText
 from tiny_agent_core.providers.transport import Timeouts
 
 CHUNK = {"id": "c1", "model": "m", "choices": [{"index": 0, "delta": {"content": "Hel"}, "finish_reason": None}]}
@@ -94,7 +95,7 @@ async def test_stalled_stream_fails_after_read_timeout(server: LoopbackServer, c
     assert "0.5 s" in str(error)
     assert server.base_url in str(error)
     assert elapsed < 10
-    assert [e for e in events if isinstance(e, TextDelta)] == [TextDelta("Hel")]
+    assert [e for e in events if isinstance(e, StreamedText)] == [StreamedText("Hel")]
     assert stream.capture is not None
     assert stream.capture.error is not None
     assert stream.capture.error["kind"] == "timeout"
@@ -125,7 +126,7 @@ async def test_connection_closed_mid_stream_chunked(server: LoopbackServer, clie
     assert isinstance(error, ProviderConnectionError)
     assert "closed before the response completed" in str(error)
     assert server.base_url in str(error)
-    assert events == [TextDelta("Hel")]
+    assert events == [StreamedText("Hel")]
     assert stream.capture is not None
     assert stream.capture.error is not None
     assert stream.capture.error["kind"] == "connection"
@@ -163,7 +164,7 @@ async def test_malformed_json_chunk(server: LoopbackServer, client: ProviderClie
     server.queue(Reply.sse(sse_events([CHUNK, '{"choices": [', LAST])))
     events, _stream, error = await run_chat(client, server.base_url)
     assert isinstance(error, MalformedResponseError)
-    assert events == [TextDelta("Hel")]
+    assert events == [StreamedText("Hel")]
 
 
 async def test_malformed_json_body_without_streaming(server: LoopbackServer, client: ProviderClient) -> None:
@@ -184,7 +185,7 @@ async def test_midstream_error_event(server: LoopbackServer, client: ProviderCli
     events, _stream, error = await run_chat(client, server.base_url)
     assert isinstance(error, ProviderReportedError)
     assert "upstream overloaded" in str(error)
-    assert events == [TextDelta("Hel")]
+    assert events == [StreamedText("Hel")]
 
 
 async def test_content_filtered_stream(server: LoopbackServer, client: ProviderClient) -> None:

@@ -25,8 +25,8 @@ from tiny_agent_core.errors import (
     ResponseTooLargeError,
 )
 from tiny_agent_core.providers.client import ChatCompleted, Limits, ProviderClient
-from tiny_agent_core.providers.openai_chat import MAX_TOOL_CALLS
 from tiny_agent_core.providers.profiles import custom_profile, list_models
+from tiny_agent_core.providers.results import MAX_TOOL_CALLS
 from tiny_agent_core.providers.transport import Timeouts
 
 ROOT = Path(__file__).resolve().parents[3]

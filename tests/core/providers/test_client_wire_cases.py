@@ -15,8 +15,9 @@ from tests.core.providers.support import outcome, run_chat, without_generated_id
 from tests.loopback import LoopbackServer, Reply, Send, case_sse_text, load_case
 from tests.shared_data import shared_files
 from tiny_agent_core.cli.wire import normalize_bytes
-from tiny_agent_core.providers.client import ChatCompleted, ProviderClient, TextDelta, ToolCallDelta, UsageReported
+from tiny_agent_core.providers.client import ChatCompleted, ProviderClient
 from tiny_agent_core.providers.profiles import custom_profile
+from tiny_agent_core.providers.results import StreamedText, StreamedToolCall, UsageReported
 
 CASES = shared_files("wire/cases", "*.json")
 SSE_CASES = [path for path in CASES if load_case(path)["kind"] == "sse"]
@@ -50,11 +51,11 @@ async def test_sse_case_over_http_equals_wire_normalize(
         # The streamed deltas add up to the final message.
         final = events[-1]
         assert isinstance(final, ChatCompleted)
-        text_out = "".join(e.text for e in events if isinstance(e, TextDelta))
+        text_out = "".join(e.text for e in events if isinstance(e, StreamedText))
         assert text_out == (final.response.message.content or "")
         args: dict[int, str] = {}
         for event in events:
-            if isinstance(event, ToolCallDelta):
+            if isinstance(event, StreamedToolCall):
                 args[event.index] = args.get(event.index, "") + event.arguments
         assert len(args) == len(final.response.message.calls)
         usages = [e.usage for e in events if isinstance(e, UsageReported)]

@@ -23,13 +23,11 @@ from tiny_agent_core.errors import (
 from tiny_agent_core.providers.openai_chat import (
     REPAIRS,
     StreamAccumulator,
-    TextDelta,
-    ToolCallDelta,
-    UsageReported,
     http_error,
     normalize_response_body,
     normalize_sse_text,
 )
+from tiny_agent_core.providers.results import StreamedText, StreamedToolCall, UsageReported
 from tiny_agent_core.usage import Usage
 
 
@@ -338,11 +336,11 @@ def test_stream_merges_text_and_tool_calls_by_index_not_starting_at_zero() -> No
 def test_stream_reports_deltas_as_they_arrive() -> None:
     accumulator = StreamAccumulator()
     assert accumulator.feed("", json.dumps(chunk({"role": "assistant", "content": ""}))) == []
-    assert accumulator.feed("", json.dumps(chunk({"content": "hi"}))) == [TextDelta("hi")]
+    assert accumulator.feed("", json.dumps(chunk({"content": "hi"}))) == [StreamedText("hi")]
     deltas = accumulator.feed(
         "", json.dumps(chunk({"tool_calls": [{"index": 0, "id": "c", "function": {"name": "f", "arguments": "{"}}]}))
     )
-    assert deltas == [ToolCallDelta(0, "c", "f", "{")]
+    assert deltas == [StreamedToolCall(0, "c", "f", "{")]
     usage = {"prompt_tokens": 2, "completion_tokens": 1}
     assert accumulator.feed("", json.dumps(chunk(finish="stop", usage=usage))) == [UsageReported(Usage(2, 1))]
     assert accumulator.usage == Usage(2, 1)

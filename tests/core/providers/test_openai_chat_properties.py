@@ -13,12 +13,8 @@ from hypothesis import strategies as st
 from tests.core.providers.wire_cases import load_case
 from tests.shared_data import shared_files
 from tiny_agent_core.errors import ProviderError
-from tiny_agent_core.providers.openai_chat import (
-    NormalizedResponse,
-    StreamAccumulator,
-    normalize_response_body,
-    normalize_sse_text,
-)
+from tiny_agent_core.providers.openai_chat import StreamAccumulator, normalize_response_body, normalize_sse_text
+from tiny_agent_core.providers.results import NormalizedResponse
 from tiny_agent_core.seam import ASSISTANT_KEYS, FUNCTION_KEYS, TOOL_CALL_KEYS, normalize_assistant_message
 
 json_values = st.recursive(
