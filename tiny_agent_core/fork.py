@@ -33,7 +33,7 @@ from tiny_agent_core.errors import SessionError
 from tiny_agent_core.session import facts
 from tiny_agent_core.session.store import SessionStore
 
-__all__ = ["ORIGIN_SUFFIX", "ForkError", "ForkOrigin", "fork_before", "origin_path", "read_origin"]
+__all__ = ["ORIGIN_SUFFIX", "ForkError", "ForkOrigin", "fork_before", "fork_whole", "origin_path", "read_origin"]
 
 ORIGIN_SUFFIX = ".origin.json"
 """The sidecar beside a forked session file that names its origin."""
@@ -193,6 +193,34 @@ def fork_before(
             leftover.unlink(missing_ok=True)
         raise
     return fork, str(prompt["content"])
+
+
+def fork_whole(origin: Path, *, workspace: Path | None = None) -> SessionStore:
+    """A copy of the whole session file ``origin`` as a new session (every id new, as for :func:`fork_before`),
+    open for writing, with the origin's provider and model; in ``workspace`` (default as for :func:`fork_before`).
+    A copy ("Duplicate", an import of a session already here) is not a re-run: it gets no origin sidecar.
+
+    Raises :class:`ForkError` when the origin has an open operation (finish or abandon it first),
+    :class:`~tiny_agent_core.errors.SessionCorruption` for a corrupt origin, :class:`SessionError` when the copy
+    cannot be written (nothing is left behind then).
+    """
+    source = SessionStore.open(origin, read_only=True)
+    if source.state.operation.kind != "idle":
+        raise ForkError(
+            f"Session {source.session_id} has an unfinished operation; recover or abandon it, then copy it."
+        )
+    transactions = _transactions(source)
+    header = source.state.header
+    fork = SessionStore.create(workspace or source.workspace, model=header.model, provider=header.provider)
+    try:
+        renamer = _Renamer()
+        for transaction in transactions:
+            fork.append([_copy(fact, renamer, fork) for fact in transaction])
+    except BaseException:
+        fork.close()
+        fork.path.unlink(missing_ok=True)
+        raise
+    return fork
 
 
 def _write_origin(session_file: Path, origin: ForkOrigin) -> None:

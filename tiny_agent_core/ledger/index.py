@@ -3,6 +3,10 @@
 :func:`scan_workspace` looks at ``<workspace>/.tiny-agent/sessions/*.jsonl``: a file whose size and mtime match
 its row is not read again; a new or changed file is reduced and its rows (session, requests, tool timings)
 rewritten; rows of files that are gone are removed. A corrupt file is reported and skipped, never fatal.
+
+The user's metadata of a session (:mod:`tiny_agent_core.session_meta`: a title of their own, pinned) is read from
+its sidecar whenever the session is (re)indexed, so it survives a rebuild; :func:`set_session_meta` changes it
+(sidecar first, then the row) without touching the session file.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from tiny_agent_core.ledger.repricing import refresh_prices, reprice_request, re
 from tiny_agent_core.ledger.totals import decimal_from_text
 from tiny_agent_core.ledger.transactions import transaction
 from tiny_agent_core.session.store import session_workspace
+from tiny_agent_core.session_meta import SessionMeta, read_meta, write_meta
 from tiny_agent_core.usage import Usage
 
 
@@ -77,6 +82,8 @@ class SessionSummary:
     cost: Decimal | None
     """Sum of the known request costs; ``None`` when no request's cost is known."""
     cost_unknown_requests: int
+    pinned: bool = False
+    """The user pinned it (its metadata sidecar)."""
 
     def as_json(self) -> dict[str, Any]:
         """The ``tiny-agent sessions --json`` element (cost as an exact decimal string or null)."""
@@ -98,6 +105,7 @@ class SessionSummary:
             "usageUnknownRequests": self.usage_unknown_requests,
             "cost": None if self.cost is None else str(self.cost),
             "costUnknownRequests": self.cost_unknown_requests,
+            "pinned": self.pinned,
         }
 
 
@@ -129,7 +137,7 @@ def known_workspaces(conn: sqlite3.Connection) -> list[Path]:
 _SESSION_COLUMNS = (
     "id, workspace_id, path, title, created_at, updated_at, provider, model, operation, abort_requested, "
     "last_outcome, facts, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, requests, "
-    "usage_unknown_requests, cost_total, cost_unknown_requests, file_size, file_mtime_ns, indexed_at"
+    "usage_unknown_requests, cost_total, cost_unknown_requests, file_size, file_mtime_ns, indexed_at, pinned"
 )
 _DERIVED_SESSION = [
     name.strip()
@@ -164,7 +172,7 @@ _UPSERT_REQUEST = (
     + ", http_status = coalesce(requests.http_status, excluded.http_status)"  # the live status, else the file's
 )
 _UPSERT_SESSION = (
-    f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES ({', '.join('?' * 23)}) ON CONFLICT(id) DO UPDATE SET "
+    f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES ({', '.join('?' * 24)}) ON CONFLICT(id) DO UPDATE SET "
     + ", ".join(f"{name} = excluded.{name}" for name in _DERIVED_SESSION)
 )
 
@@ -217,9 +225,11 @@ def write_session(
 
     Live-only request columns and captures of attempts still in the file are kept, the cost side file's
     provider figures and locality are merged in, and every request is priced again; requests and tool timings
-    that are no longer in the file are removed; the searchable text (``session_text``) is replaced.
+    that are no longer in the file are removed; the searchable text (``session_text``) is replaced. The user's
+    title and pin come from the metadata sidecar (:func:`~tiny_agent_core.session_meta.read_meta`).
     """
     conn.execute("DELETE FROM sessions WHERE path = ? AND id <> ?", (str(path), facts.id))
+    meta = read_meta(path)
     unknown_usage = sum(1 for request in facts.requests if request.usage is None)
     usage = facts.usage
     conn.execute(
@@ -228,7 +238,7 @@ def write_session(
             facts.id,
             workspace_id,
             str(path),
-            facts.title,
+            meta.title or facts.title,
             facts.created_at,
             facts.updated_at,
             facts.provider,
@@ -248,6 +258,7 @@ def write_session(
             size,
             mtime_ns,
             _now_ms(),
+            int(meta.pinned),
         ),
     )
     keep = {request.attempt_id for request in facts.requests}
@@ -378,7 +389,8 @@ def index_session_file(conn: sqlite3.Connection, path: Path, workspace: Path | N
 _LIST_SQL = """
     SELECT s.id, w.path, s.path, s.title, s.created_at, s.updated_at, s.provider, s.model, s.operation,
            s.abort_requested, s.last_outcome, s.facts, s.input_tokens, s.output_tokens, s.cache_read_tokens,
-           s.cache_write_tokens, s.requests, s.usage_unknown_requests, s.cost_total, s.cost_unknown_requests
+           s.cache_write_tokens, s.requests, s.usage_unknown_requests, s.cost_total, s.cost_unknown_requests,
+           s.pinned
     FROM sessions AS s JOIN workspaces AS w ON w.id = s.workspace_id
 """
 
@@ -402,6 +414,7 @@ def _summary(row: tuple[Any, ...]) -> SessionSummary:
         usage_unknown_requests=row[17],
         cost=None if row[18] is None else decimal_from_text(row[18]),
         cost_unknown_requests=row[19],
+        pinned=bool(row[20]),
     )
 
 
@@ -441,10 +454,12 @@ def list_sessions(
     *,
     title_contains: str | None = None,
     search: str | None = None,
+    pinned: bool | None = None,
     limit: int | None = None,
     offset: int = 0,
 ) -> list[SessionSummary]:
-    """Indexed sessions, newest first (by creation time), optionally of one workspace or matching a title.
+    """Indexed sessions, newest first (by creation time), optionally of one workspace or matching a title, only
+    the pinned ones (``pinned=True``) or only the others (``pinned=False``).
 
     The title match is case-insensitive (ASCII) and literal (``%`` and ``_`` match themselves). ``search``
     (whitespace collapsed) matches a session whose title contains it or, for :data:`SEARCH_MIN_CONTENT` or more
@@ -462,6 +477,9 @@ def list_sessions(
     if title_contains:
         clauses.append("s.title LIKE ? ESCAPE '\\'")
         params.append(_like_pattern(title_contains))
+    if pinned is not None:
+        clauses.append("s.pinned = ?")
+        params.append(int(pinned))
     if search and search.strip():
         clause, search_params = _search_clause(search)
         clauses.append(clause)
@@ -472,3 +490,19 @@ def list_sessions(
     sql += " ORDER BY s.created_at DESC, s.id DESC LIMIT ? OFFSET ?"
     params += [-1 if limit is None else limit, offset]
     return [_summary(row) for row in conn.execute(sql, params)]
+
+
+def set_session_meta(conn: sqlite3.Connection, path: Path, meta: SessionMeta) -> SessionSummary:
+    """Store the user's metadata of the session file ``path`` in its sidecar, then re-index the session so its row
+    shows it (a cleared title is the first message again). The session file itself is only read.
+
+    Raises ``OSError`` when the sidecar cannot be written, ``SessionCorruption`` for a corrupt session file.
+    """
+    write_meta(path, meta)
+    return index_session_file(conn, path)
+
+
+def forget_session(conn: sqlite3.Connection, session_id: str) -> bool:
+    """Remove one session's rows from the index (its file was moved away); ``False`` when it was not indexed."""
+    with transaction(conn):
+        return conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0

@@ -31,7 +31,8 @@ Schema (all times are integer milliseconds since the Unix epoch, UTC; money is `
     ``cost_total`` TEXT Decimal, the sum of the known request costs, NULL when no request has a known cost (it is
     '0' only for a session without requests); ``cost_unknown_requests``, how many requests have no known cost;
     ``file_size`` / ``file_mtime_ns``, the file's stat when indexed (an unchanged file is not re-read);
-    ``indexed_at``.
+    ``indexed_at``; ``pinned`` 0/1 (m005: from the session's metadata sidecar, :mod:`tiny_agent_core.session_meta`,
+    whose title, when set, is also the ``title``).
 ``requests`` (one row per physical model request; keyed by the ``stepAttempt`` attempt id)
     Derivable from the JSONL (rewritten by every re-index and rebuild): ``attempt_id`` TEXT PK; ``session_id``
     FK → sessions (cascade); ``operation_id``; ``step_id``; ``attempt`` 1 | 2; ``step_kind`` 'assistant' |
@@ -93,9 +94,9 @@ from tiny_agent_core.errors import LedgerError, LedgerVersionError
 SCHEMA_MAJOR = 1
 """Incompatible schema generation; a database with a larger major is refused."""
 
-SCHEMA_MINOR = 3
+SCHEMA_MINOR = 4
 """Compatible revision within the major; a larger minor from a newer app is accepted (1: ``session_text``;
-2: ``requests.dropped_fields``; 3: recomputable costs)."""
+2: ``requests.dropped_fields``; 3: recomputable costs; 4: ``sessions.pinned``)."""
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -371,6 +372,12 @@ def m004_recomputable_cost(conn: sqlite3.Connection) -> None:
             "UPDATE sessions SET file_size = -1",
         ],
     )
+
+
+@migration
+def m005_session_pinned(conn: sqlite3.Connection) -> None:
+    """``sessions.pinned``: the user pinned the session (its metadata sidecar says so)."""
+    _execute_all(conn, ["ALTER TABLE sessions ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0 CHECK (pinned IN (0, 1))"])
 
 
 def _read_user_version(conn: sqlite3.Connection) -> int:

@@ -38,6 +38,7 @@ EXPECTED_COLUMNS = {
         "file_size",
         "file_mtime_ns",
         "indexed_at",
+        "pinned",
     ],
     "requests": [
         "attempt_id",
@@ -93,7 +94,7 @@ EXPECTED_COLUMNS = {
     "session_text_fts_idx": ["segid", "term", "pgno"],
 }
 
-APPLIED = ["m001_initial", "m002_session_text", "m003_dropped_fields", "m004_recomputable_cost"]
+APPLIED = ["m001_initial", "m002_session_text", "m003_dropped_fields", "m004_recomputable_cost", "m005_session_pinned"]
 
 EXPECTED_INDEXES = {
     "sessions_by_workspace_newest",
@@ -133,7 +134,7 @@ def test_unknown_usage_and_cost_columns_are_nullable(conn: sqlite3.Connection) -
 def test_migrations_are_recorded_in_order_and_idempotent(conn: sqlite3.Connection) -> None:
     assert m.applied_migrations(conn) == APPLIED
     assert [fn.__name__ for fn in m.MIGRATIONS] == APPLIED
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == m.user_version() == 1 << 16 | 3
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == m.user_version() == 1 << 16 | 4
     assert m.migrate(conn) == []
     again = connect()
     try:
@@ -210,11 +211,11 @@ def test_migration_names_must_be_sequential() -> None:
     def m009_skipped(conn: sqlite3.Connection) -> None:
         raise AssertionError
 
-    def m005BadName(conn: sqlite3.Connection) -> None:
+    def m006BadName(conn: sqlite3.Connection) -> None:
         raise AssertionError
 
-    for fn in (m009_skipped, m005BadName):
-        with pytest.raises(ValueError, match="must be named m005_"):
+    for fn in (m009_skipped, m006BadName):
+        with pytest.raises(ValueError, match="must be named m006_"):
             m.migration(fn)
     assert len(m.MIGRATIONS) == len(APPLIED)
 
@@ -262,7 +263,7 @@ def test_m004_keeps_captures_and_provider_figures_and_reprices_the_rest(data_dir
     raw.close()
     conn = connect()
     try:
-        assert m.applied_migrations(conn)[-1] == "m004_recomputable_cost"
+        assert m.applied_migrations(conn)[3] == "m004_recomputable_cost"
         assert conn.execute("SELECT attempt_id, body FROM raw_captures").fetchall() == [("a1", "{}")]
         rows = conn.execute("SELECT attempt_id, provider_cost, local FROM requests ORDER BY attempt_id").fetchall()
         assert rows == [("a1", "0.5", 0), ("a2", None, 0)]

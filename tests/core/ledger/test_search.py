@@ -126,7 +126,9 @@ def test_m002_from_m001_reads_every_file_once_more(data_dir: Path, workspace: Pa
         "DROP INDEX requests_by_time",
         *(f"ALTER TABLE requests DROP COLUMN {name}" for name in ("provider_cost", "local", "cache_savings")),
         "ALTER TABLE requests DROP COLUMN dropped_fields",
-        "DELETE FROM _migrations WHERE name IN ('m002_session_text', 'm003_dropped_fields', 'm004_recomputable_cost')",
+        "ALTER TABLE sessions DROP COLUMN pinned",
+        "DELETE FROM _migrations WHERE name IN ('m002_session_text', 'm003_dropped_fields', 'm004_recomputable_cost', "
+        "'m005_session_pinned')",
         f"PRAGMA user_version = {1 << 16}",
     ):
         old.execute(statement)
@@ -139,6 +141,7 @@ def test_m002_from_m001_reads_every_file_once_more(data_dir: Path, workspace: Pa
             "m002_session_text",
             "m003_dropped_fields",
             "m004_recomputable_cost",
+            "m005_session_pinned",
         ]
         assert conn.execute("PRAGMA user_version").fetchone()[0] == m.user_version()
         assert [s.title for s in list_sessions(conn)] == ["legacy content"]  # the row is kept
