@@ -4,23 +4,30 @@ The view adapts a :class:`~tiny_agent_core.compare.CompareRun` (which does the w
 the runs stream — outcome, wall time, model requests, tool calls by outcome, tokens, cost (unknown shown as
 unknown) and files changed — and shows the selected run's diff against the starting tree. Esc (the window's Stop)
 cancels every run; each run is a normal session that "Open Session" opens. "Keep This One…" applies the selected
-run's changes to the workspace after the user approves the list of files
-(:func:`~tiny_agent_core.worktrees.keep_changes`, in a worker thread).
+run's changes to the workspace after the user approves the list of files, then removes every copy
+(:func:`~tiny_agent_core.comparisons.keep_run`); "Discard Copies" only removes them
+(:func:`~tiny_agent_core.comparisons.discard_copies`); the sessions stay either way.
+
+Every compare is saved (:mod:`~tiny_agent_core.comparisons`); "Earlier comparisons" lists them (read in a worker
+thread when the view is first shown and after every change) and "Reopen" shows one again from its record: its
+figures, its diffs (saved with it, so they survive the copies) and its sessions.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QModelIndex, QObject, QPersistentModelIndex, Qt, Signal
-from PySide6.QtGui import QFontDatabase
+from PySide6.QtGui import QFontDatabase, QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
+    QComboBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -36,11 +43,19 @@ from PySide6.QtWidgets import (
 )
 
 from tiny_agent_core.compare import MAX_CONTENDERS, MIN_CONTENDERS, CompareRun, RunReport
+from tiny_agent_core.comparisons import (
+    Comparison,
+    comparisons_folder,
+    discard_copies,
+    keep_run,
+    list_comparisons,
+    load_comparison,
+)
 from tiny_agent_core.errors import TinyAgentError
 from tiny_agent_core.ledger.costs import cost_text
 from tiny_agent_core.model_catalog import ModelEntry
 from tiny_agent_core.trace import duration_text
-from tiny_agent_core.worktrees import changes_diff, keep_changes
+from tiny_agent_core.worktrees import changes_diff
 from tiny_agent_gui.column_model import ColumnModel
 
 _log = logging.getLogger(__name__)
@@ -89,7 +104,7 @@ def _tool_calls(report: RunReport) -> str:
 
 
 def _files(report: RunReport) -> str:
-    if report.status in ("preparing", "running"):
+    if not report.ended:
         return "…"
     added = sum(change.added for change in report.changes)
     removed = sum(change.removed for change in report.changes)
@@ -102,23 +117,35 @@ def _summary(report: RunReport) -> str:
     return f"{report.contender.label} — {report.status}" + (f": {detail}" if detail else "")
 
 
+def _when(comparison: Comparison) -> str:
+    return datetime.fromtimestamp(comparison.started_at / 1000).strftime("%Y-%m-%d %H:%M")
+
+
+def _saved_text(comparison: Comparison) -> str:
+    """One line of the "Earlier comparisons" list."""
+    done = sum(1 for report in comparison.reports if report.status == "completed")
+    text = f"{_when(comparison)} · {comparison.title} · {done}/{len(comparison.reports)} completed"
+    if comparison.kept is not None:
+        return text + f" · kept run {comparison.kept + 1}"
+    return text + (" · copies removed" if comparison.copies_removed else "")
+
+
 class CompareTable(ColumnModel):
-    """One row per run of the current compare; keeps no copy of the reports."""
+    """One row per run of the current compare (live or reopened); keeps no copy of the reports."""
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(COLUMNS, parent)
-        self._run: CompareRun | None = None
+        self._reports: list[RunReport] = []
 
-    def set_run(self, run: CompareRun | None) -> None:
-        """Show ``run``'s reports."""
+    def set_reports(self, reports: list[RunReport]) -> None:
+        """Show ``reports`` (the list a running compare updates in place)."""
         self.beginResetModel()
-        self._run = run
+        self._reports = reports
         self.endResetModel()
 
     def report(self, row: int) -> RunReport | None:
         """The report shown in ``row``."""
-        reports = self._run.reports if self._run is not None else []
-        return reports[row] if 0 <= row < len(reports) else None
+        return self._reports[row] if 0 <= row < len(self._reports) else None
 
     def row_changed(self, row: int) -> None:
         """Repaint ``row`` (its run moved on)."""
@@ -126,7 +153,7 @@ class CompareTable(ColumnModel):
 
     def row_count(self) -> int:
         """Rows shown."""
-        return len(self._run.reports) if self._run is not None else 0
+        return len(self._reports)
 
     def data(self, index: ModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         """The run's figures as text (full text in the tooltip)."""
@@ -159,13 +186,34 @@ class CompareView(QWidget):
     """The user wants to add a model (the window opens the picker and calls :meth:`add_model`)."""
     running_changed = Signal(bool)
 
-    def __init__(self, start: StartRun, parent: QWidget | None = None) -> None:
+    def __init__(self, start: StartRun, parent: QWidget | None = None, *, folder: Path | None = None) -> None:
+        """``folder``: where comparisons are saved (default :func:`~tiny_agent_core.comparisons.comparisons_folder`,
+        where the window's compare runs put them)."""
         super().__init__(parent)
         self.setAccessibleName("Compare")
         self._start = start
+        self._folder = folder if folder is not None else comparisons_folder()
         self._run: CompareRun | None = None
+        self._comparison: Comparison | None = None
         self._task: asyncio.Task[list[RunReport]] | None = None
+        self._work: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
         self._models: list[ModelEntry] = []
+        self._saved: list[Comparison] = []
+        self._listed = False
+
+        self.saved = QComboBox()
+        self.saved.setAccessibleName("Earlier comparisons")
+        self.saved.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.saved.setMinimumContentsLength(20)
+        self.saved.setPlaceholderText("No earlier comparisons")
+        self.reopen_button = QPushButton("Re&open")
+        self.reopen_button.setToolTip("Show the chosen comparison again: its runs, diffs and sessions")
+        self.reopen_button.clicked.connect(self._reopen_chosen)
+        saved_row = QHBoxLayout()
+        saved_row.addWidget(QLabel("Earlier comparisons:"))
+        saved_row.addWidget(self.saved, 1)
+        saved_row.addWidget(self.reopen_button)
 
         intro = QLabel(
             "Run one task on 2–4 models at once. Each run works in its own copy of the workspace (a git worktree, "
@@ -235,7 +283,9 @@ class CompareView(QWidget):
         self.keep_button = QPushButton("&Keep This One…")
         self.keep_button.setToolTip("Apply the selected run's changes to the workspace (you approve the files first)")
         self.keep_button.clicked.connect(self._ask_keep)
-        self._keeping: asyncio.Task[None] | None = None
+        self.discard_button = QPushButton("&Discard Copies")
+        self.discard_button.setToolTip("Remove every run's copy of the workspace (the sessions and diffs are kept)")
+        self.discard_button.clicked.connect(lambda: self._spawn(self.discard()) if not self.busy else None)
         self.status = QLabel()
         self.status.setWordWrap(True)
         self.status.setAccessibleName("Compare status")
@@ -247,9 +297,11 @@ class CompareView(QWidget):
         results.setStretchFactor(1, 2)
         footer = QHBoxLayout()
         footer.addWidget(self.status, 1)
+        footer.addWidget(self.discard_button)
         footer.addWidget(self.keep_button)
         footer.addWidget(self.open_button)
         layout = QVBoxLayout(self)
+        layout.addLayout(saved_row)
         layout.addWidget(intro)
         layout.addWidget(self.prompt)
         layout.addLayout(models_row)
@@ -264,9 +316,90 @@ class CompareView(QWidget):
         return self._task is not None and not self._task.done()
 
     @property
+    def busy(self) -> bool:
+        """True while a compare runs or its copies are being kept or removed."""
+        return self.running or (self._work is not None and not self._work.done())
+
+    @property
     def run(self) -> CompareRun | None:
-        """The current (or last) compare run."""
+        """The current (or last) compare run started here."""
         return self._run
+
+    @property
+    def comparison(self) -> Comparison | None:
+        """The comparison shown: the current run's, or one reopened."""
+        return self._comparison
+
+    @property
+    def saved_comparisons(self) -> list[Comparison]:
+        """The earlier comparisons listed, newest first."""
+        return list(self._saved)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        """List the earlier comparisons the first time the view is shown."""
+        super().showEvent(event)
+        if not self._listed:
+            self._listed = True
+            self._spawn(self.refresh_saved(), busy=False)
+
+    async def refresh_saved(self) -> None:
+        """Read the earlier comparisons again (in a worker thread) and list them."""
+        try:
+            saved = await asyncio.to_thread(list_comparisons, self._folder)
+        except TinyAgentError as error:
+            self.status.setText(str(error))
+            return
+        current = self._comparison.id if self._comparison is not None else None
+        self._saved = saved
+        self.saved.clear()
+        for comparison in saved:
+            self.saved.addItem(_saved_text(comparison), comparison.id)
+            self.saved.setItemData(
+                self.saved.count() - 1,
+                "\n".join(report.contender.label for report in comparison.reports),
+                Qt.ItemDataRole.ToolTipRole,
+            )
+        row = self.saved.findData(current) if current is not None else -1
+        self.saved.setCurrentIndex(max(row, 0) if saved else -1)  # with a placeholder, Qt selects nothing itself
+        self._update_controls()
+
+    def _reopen_chosen(self) -> None:
+        row = self.saved.currentIndex()
+        if 0 <= row < len(self._saved) and not self.busy:
+            self._spawn(self.reopen(self._saved[row].folder))
+
+    async def reopen(self, folder: Path) -> None:
+        """Show the comparison saved in ``folder`` again (read in a worker thread)."""
+        try:
+            comparison = await asyncio.to_thread(load_comparison, folder)
+        except TinyAgentError as error:
+            self.status.setText(str(error))
+            return
+        if self.running:
+            return
+        self._show_comparison(comparison)
+        self.prompt.setPlainText(comparison.prompt)
+        copies = "its copies were removed" if comparison.copies_removed else "its copies are still there"
+        kept = f"; run {comparison.kept + 1} was kept" if comparison.kept is not None else ""
+        self.status.setText(f"Reopened the comparison of {_when(comparison)} ({copies}{kept}).")
+
+    def _show_comparison(self, comparison: Comparison) -> None:
+        self._comparison = comparison
+        self.table_model.set_reports(comparison.reports)
+        self.table.setCurrentIndex(self.table_model.index(0, 0))
+        self._show_diff()
+        self._update_controls()
+
+    def _spawn(self, work: Coroutine[Any, Any, None], *, busy: bool = True) -> None:
+        """Run ``work`` on the loop; ``busy``: it changes the comparison (keep, discard, reopen), so other such
+        work and a new compare wait until it is done."""
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        if busy:
+            self._work = task
+            self._update_controls()
+        task.add_done_callback(lambda _task: self._update_controls())
 
     def add_model(self, entry: ModelEntry) -> None:
         """Add ``entry`` to the models to compare (at most four, no duplicates)."""
@@ -284,15 +417,14 @@ class CompareView(QWidget):
     def start(self) -> None:
         """Start the compare with the prompt, models and tools chosen."""
         prompt = self.prompt.toPlainText()
-        if self.running or not prompt.strip() or not MIN_CONTENDERS <= len(self._models) <= MAX_CONTENDERS:
+        if self.busy or not prompt.strip() or not MIN_CONTENDERS <= len(self._models) <= MAX_CONTENDERS:
             return
         allowed = [name for name, box in self.tool_boxes.items() if box.isChecked()]
         run = self._start(prompt, list(self._models), allowed, self.table_model.row_changed)
         if run is None:
             return
         self._run = run
-        self.table_model.set_run(run)
-        self.table.setCurrentIndex(self.table_model.index(0, 0))
+        self._show_comparison(run.comparison)
         self.status.setText(f"Running {len(run.reports)} models; copies in {run.folder}. Esc stops them all.")
         self._task = asyncio.ensure_future(run.run())
         self._task.add_done_callback(self._finished)
@@ -321,6 +453,7 @@ class CompareView(QWidget):
         self._show_diff()
         self._update_controls()
         self.running_changed.emit(False)
+        self._spawn(self.refresh_saved(), busy=False)
 
     def _remove_model(self) -> None:
         row = self.models.currentRow()
@@ -337,20 +470,22 @@ class CompareView(QWidget):
         if report is None:
             self.diff.clear()
             return
-        if report.status in ("preparing", "running"):
+        if not report.ended:
             self.diff.setPlainText("The changes are shown when this run ends.")
         else:
             skipped = "".join(f"# not copied: {item}\n" for item in (report.copy.skipped if report.copy else ()))
-            where = f"# in {report.copy.path}\n" if report.copy is not None else ""
+            if report.copy is not None:
+                where = f"# in {report.copy.path}\n"
+            else:
+                where = "# its copy was removed; the changes as saved with the comparison\n"
             changes = changes_diff(report.changes) or "No files changed.\n"
             self.diff.setPlainText(f"# {_summary(report)}\n{where}{skipped}\n{changes}")
-        self.open_button.setEnabled(report.session_path is not None and not self.running)
-        self.keep_button.setEnabled(bool(report.changes) and not self.running)
+        self._update_controls()
 
     def _ask_keep(self) -> None:
         """Approval first: the files the selected run changed, and where they go."""
         report = self._selected()
-        if report is None or report.copy is None or not report.changes or self.running:
+        if report is None or report.copy is None or not report.changes or self.busy:
             return
         files = "\n".join(
             f"{change.status} {change.path} (+{change.added} −{change.removed})" for change in report.changes
@@ -358,25 +493,49 @@ class CompareView(QWidget):
         answer = QMessageBox.question(
             self,
             "Keep This One",
-            f"Apply the changes of {report.contender.label} to {report.copy.original}?\n\n{files}",
+            f"Apply the changes of {report.contender.label} to {report.copy.original}?\n\n{files}\n\n"
+            "Then every run's copy is removed (the sessions are kept).",
         )
         if answer == QMessageBox.StandardButton.Yes:
-            self._keeping = asyncio.ensure_future(self.keep(report))
+            self._spawn(self.keep(report))
 
     async def keep(self, report: RunReport) -> None:
-        """Apply ``report``'s changes to the original workspace (approved); the status line says how it went."""
+        """Apply ``report``'s changes to the original workspace (approved) and remove every copy; the status line
+        says how it went."""
+        comparison = self._comparison
         copy = report.copy
-        if copy is None:
+        if comparison is None or copy is None or report not in comparison.reports:
             return
         self.keep_button.setEnabled(False)
         try:
-            await asyncio.to_thread(keep_changes, copy, report.changes)
+            await asyncio.to_thread(keep_run, comparison, comparison.reports.index(report))
         except (TinyAgentError, OSError) as error:
-            self.status.setText(f"The changes were not applied: {error}")
+            applied = comparison.kept is not None
+            self.status.setText(
+                f"The copies could not all be removed: {error}" if applied else f"The changes were not applied: {error}"
+            )
         else:
-            self.status.setText(f"Applied the changes of {report.contender.label} to {copy.original}.")
+            self.status.setText(
+                f"Applied the changes of {report.contender.label} to {copy.original}; the copies were removed."
+            )
         finally:
-            self._update_controls()
+            self._show_diff()
+        await self.refresh_saved()
+
+    async def discard(self) -> None:
+        """Remove every run's copy of the shown comparison (the sessions and diffs stay)."""
+        comparison = self._comparison
+        if comparison is None or self.running or all(report.copy is None for report in comparison.reports):
+            return
+        try:
+            await asyncio.to_thread(discard_copies, comparison)
+        except TinyAgentError as error:
+            self.status.setText(str(error))
+        else:
+            self.status.setText("Removed the copies of this comparison; its sessions and diffs are kept.")
+        finally:
+            self._show_diff()
+        await self.refresh_saved()
 
     def _open_session(self) -> None:
         report = self._selected()
@@ -385,16 +544,24 @@ class CompareView(QWidget):
 
     def _update_controls(self) -> None:
         running = self.running
+        busy = self.busy
         count = len(self._models)
         self.add_button.setEnabled(not running and count < MAX_CONTENDERS)
         self.remove_button.setEnabled(not running and count > 0)
-        self.start_button.setEnabled(not running and MIN_CONTENDERS <= count <= MAX_CONTENDERS)
+        self.start_button.setEnabled(not busy and MIN_CONTENDERS <= count <= MAX_CONTENDERS)
         self.stop_button.setEnabled(running)
+        self.reopen_button.setEnabled(not busy and self.saved.count() > 0)
         selected = self._selected()
-        self.open_button.setEnabled(not running and selected is not None)
-        self.keep_button.setEnabled(not running and selected is not None and bool(selected.changes))
+        self.open_button.setEnabled(not running and selected is not None and selected.session_path is not None)
+        self.keep_button.setEnabled(
+            not busy and selected is not None and selected.copy is not None and bool(selected.changes)
+        )
+        comparison = self._comparison
+        self.discard_button.setEnabled(
+            not busy and comparison is not None and any(report.copy is not None for report in comparison.reports)
+        )
         self.prompt.setReadOnly(running)
         for box in self.tool_boxes.values():
             box.setEnabled(not running)
-        if not running and self._run is None:
+        if not running and self._comparison is None:
             self.status.setText(f"Add {MIN_CONTENDERS}–{MAX_CONTENDERS} models and a prompt, then Start Compare.")
