@@ -71,6 +71,7 @@ PRICE_TABLE_VERSION = f"genai-prices {version('genai-prices')}"
 
 TABLE_PROVIDERS: Mapping[str, str] = {
     "openai": "openai",
+    "anthropic": "anthropic",
     "openrouter": "openrouter",
     "deepseek": "deepseek",
     "groq": "groq",

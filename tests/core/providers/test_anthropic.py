@@ -388,6 +388,24 @@ def test_pings_and_unknown_event_types_are_ignored() -> None:
     assert feed_all(pairs).finish().message.content == "Hi"
 
 
+def test_the_price_table_prices_anthropic_cache_reads_and_writes_at_their_own_rates() -> None:
+    from tiny_agent_core.pricing import price_request, rates_in_use
+
+    usage = normalize(recording("08")).usage
+    assert usage == Usage(3, 33, cache_read=1111, cache_write=418)
+    rates = rates_in_use("anthropic", "claude-sonnet-4-5")
+    assert rates.source == "price_table"
+    assert rates.input is not None
+    assert rates.cache_read is not None
+    assert rates.cache_write is not None
+    assert rates.cache_read < rates.input < rates.cache_write
+    cost = price_request(provider="anthropic", model="claude-sonnet-4-5", usage=usage, provider_cost=None)
+    assert cost.source == "price_table"
+    assert rates.output is not None
+    expected = (3 * rates.input + 33 * rates.output + 1111 * rates.cache_read + 418 * rates.cache_write) / 10**6
+    assert cost.amount == expected
+
+
 # --- errors --------------------------------------------------------------------------------------------------
 
 
