@@ -1,12 +1,14 @@
 """Render the README screenshots from a scripted demo session (no network: a loopback provider replays replies).
 
-    QT_QPA_PLATFORM=offscreen .venv/bin/python assets/make_screenshots.py   # or under xvfb-run
+    QT_QPA_PLATFORM=offscreen .venv/bin/python assets/make_screenshots.py [compare]   # or under xvfb-run
 
 Writes ``assets/screenshot-main.png`` (a tool-heavy run: outcome cards with the edit's diff expanded, the session's
 waterfall in the inspector), ``assets/screenshot-inspector.png`` (the failed ``bash`` call inspected),
 ``assets/screenshot-dark.png`` (the same window at 1024×640 in a dark palette), ``assets/screenshot-costs.png``
 (the cost view), ``assets/screenshot-approval.png`` (an edit waiting for approval),
-``assets/screenshot-settings.png`` and ``assets/screenshot-welcome.png`` (first run).
+``assets/screenshot-settings.png``, ``assets/screenshot-welcome.png`` (first run) and
+``assets/screenshot-compare.png`` (a finished 3-model compare at 1024×640 in the dark palette, the first run's diff
+shown). ``compare`` renders only that one.
 """
 
 from __future__ import annotations
@@ -29,7 +31,10 @@ from PySide6.QtGui import QColor, QPalette  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from tests.loopback import LoopbackServer, Reply, sse_events  # noqa: E402
+from tests.scripted_models import ScriptedModels, answer, tool_call  # noqa: E402
 from tiny_agent_core.ledger import connect, scan_workspace  # noqa: E402
+from tiny_agent_core.model_catalog import ModelEntry  # noqa: E402
+from tiny_agent_core.pricing import rates_in_use  # noqa: E402
 from tiny_agent_core.providers.client import ProviderClient  # noqa: E402
 from tiny_agent_core.secrets import KeyStore  # noqa: E402
 from tiny_agent_core.settings import AppSettings, ProfileConfig  # noqa: E402
@@ -248,13 +253,88 @@ async def _demo(app: QApplication) -> None:
         await http.aclose()
 
 
+_COMPARED = ("anthropic/claude-sonnet-4.5", "openai/gpt-5", "deepseek/deepseek-chat")
+
+
+def _compare_scripts() -> dict[str, list[Reply]]:
+    """Three models on the same task: two edit and answer, one also tries a command it may not run."""
+
+    def edit(new: str) -> dict[str, Any]:
+        return {"path": "greet.py", "edits": [{"oldText": '"Hello " + name', "newText": new}]}
+
+    sonnet, gpt, deepseek = _COMPARED
+    return {
+        sonnet: [
+            tool_call("c1", "read", {"path": "greet.py"}, usage=(1840, 41), cost=0.00615, pace=0.05),
+            tool_call("c2", "edit", edit('f"Hello, {name}!"'), usage=(1932, 88), cost=0.00233, pace=0.05),
+            answer("greet() now returns an f-string: `Hello, Ada!`.", pieces=12, pace=0.04, usage=(2010, 24),
+                   cost=0.00141),
+        ],
+        gpt: [
+            tool_call("g1", "edit", edit('f"Hi {name} 👋"'), usage=(1790, 120), cost=0.00344, pace=0.05),
+            answer("Done: a friendlier greeting with an emoji.", pieces=10, pace=0.05, usage=(1960, 18),
+                   cost=0.00263),
+        ],
+        deepseek: [
+            tool_call("d1", "edit", edit('"Hello, " + name + "!"'), usage=(1810, 60), cost=0.00031, pace=0.03),
+            tool_call("d2", "bash", {"command": "python3 -m unittest -q"}, usage=(1900, 30), cost=0.00027),
+            answer("Changed the greeting; I could not run the tests (bash is not allowed).", pieces=14,
+                   pace=0.03, usage=(2050, 31), cost=0.00029),
+        ],
+    }  # fmt: skip
+
+
+async def _compare_demo(app: QApplication) -> None:
+    """A finished 3-model compare in the compare view, 1024×640, dark."""
+    with tempfile.TemporaryDirectory() as root, LoopbackServer() as server:
+        base = Path(root)
+        os.environ["TINY_AGENT_DATA_DIR"] = str(base / "data")
+        workspace = base / "demo-project"
+        workspace.mkdir()
+        (workspace / "greet.py").write_text('def greet(name):\n    return "Hello " + name\n')
+        server.handler = ScriptedModels(_compare_scripts())
+        settings = AppSettings()
+        profile = replace(ProfileConfig.from_preset("openrouter", "openrouter"), base_url=server.base_url)
+        settings.add_profile(replace(profile, model=_COMPARED[0]))
+        settings.active_profile = "openrouter"
+        settings.add_workspace(workspace)
+        http = httpx.AsyncClient(trust_env=False)
+        client = ProviderClient(http)
+        ledger = connect(base / "index.sqlite3")
+        services = Services(client, ledger, settings, KeyStore(environ={}), ToolSettings.in_memory(), ask_context=False)
+        app.setPalette(_dark_palette())
+        window = MainWindow(services)
+        window.resize(1024, 640)
+        window.show()
+        window.composer.editor.setPlainText("Make greet() friendlier and keep the tests passing.")
+        window.show_compare()
+        view = window.compare_view
+        view.models.setCurrentRow(0)
+        view.remove_button.click()  # the current model, added by show_compare: priced as local (a loopback URL)
+        for model in _COMPARED:  # priced as OpenRouter's (the price table)
+            view.add_model(ModelEntry("openrouter", "OpenRouter", model, rates_in_use("openrouter", model)))
+        view.start()
+        await view.wait()
+        await asyncio.sleep(0.5)
+        view.table.setCurrentIndex(view.table_model.index(0, 0))
+        await asyncio.sleep(0.3)
+        app.processEvents()
+        window.grab().save(str(OUT / "screenshot-compare.png"))
+        app.setPalette(app.style().standardPalette())
+        window.close()
+        ledger.close()
+        await http.aclose()
+
+
 def main() -> None:
-    """Render the screenshots."""
+    """Render the screenshots (only the compare view's with the argument ``compare``)."""
     app = QApplication.instance() or QApplication(sys.argv[:1])
     assert isinstance(app, QApplication)
     loop = HookedQEventLoop(app)
     asyncio.set_event_loop(loop)
-    loop.run_until_complete(_demo(app))
+    if sys.argv[1:] != ["compare"]:
+        loop.run_until_complete(_demo(app))
+    loop.run_until_complete(_compare_demo(app))
     print("wrote", ", ".join(sorted(p.name for p in OUT.glob("screenshot-*.png"))))
 
 

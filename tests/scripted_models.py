@@ -45,20 +45,37 @@ def _chunk(delta: Mapping[str, Any], finish: str | None = None) -> dict[str, Any
     return {"choices": [{"index": 0, "delta": dict(delta), "finish_reason": finish}]}
 
 
-def tool_call(call_id: str, name: str, arguments: Mapping[str, Any], *, usage: tuple[int, int] = (40, 12)) -> Reply:
-    """A streamed assistant turn making one tool call."""
+def _usage(prompt: int, completion: int, cost: float | None) -> dict[str, Any]:
+    usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion}
+    if cost is not None:
+        usage["cost"] = cost  # the provider's own figure, as OpenRouter sends it
+    return {"choices": [], "usage": usage}
+
+
+def tool_call(
+    call_id: str,
+    name: str,
+    arguments: Mapping[str, Any],
+    *,
+    usage: tuple[int, int] = (40, 12),
+    cost: float | None = None,
+    pace: float = 0.0,
+) -> Reply:
+    """A streamed assistant turn making one tool call (``cost``: the provider's figure for it)."""
     head = {"index": 0, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}
     chunks = [
         _chunk({"role": "assistant", "content": None}),
         _chunk({"tool_calls": [head]}),
         _chunk({"tool_calls": [{"index": 0, "function": {"arguments": json.dumps(dict(arguments))}}]}),
         _chunk({}, "tool_calls"),
-        {"choices": [], "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1]}},
+        _usage(*usage, cost),
     ]
-    return Reply.sse(sse_events(chunks))
+    return Reply.sse(sse_events(chunks), pace=pace)
 
 
-def answer(text: str, *, pieces: int = 2, pace: float = 0.0, usage: tuple[int, int] | None = None) -> Reply:
+def answer(
+    text: str, *, pieces: int = 2, pace: float = 0.0, usage: tuple[int, int] | None = None, cost: float | None = None
+) -> Reply:
     """A streamed final answer in ``pieces`` deltas, ``pace`` seconds apart (a per-token delay)."""
     size = max(1, -(-len(text) // pieces))
     parts = [text[i : i + size] for i in range(0, len(text), size)] or [""]
@@ -66,5 +83,5 @@ def answer(text: str, *, pieces: int = 2, pace: float = 0.0, usage: tuple[int, i
     chunks += [_chunk({"content": part}) for part in parts]
     chunks.append(_chunk({}, "stop"))
     prompt, completion = usage if usage is not None else (60, len(parts))
-    chunks.append({"choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion}})
+    chunks.append(_usage(prompt, completion, cost))
     return Reply.sse(sse_events(chunks), pace=pace)
