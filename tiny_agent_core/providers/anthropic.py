@@ -43,7 +43,10 @@ normalization seam (:func:`tiny_agent_core.seam.normalize_assistant_message`), a
 cross-validated with it (:func:`tiny_agent_core.stop_reasons.stop_reason`). ``thinking`` and
 ``redacted_thinking`` blocks never enter the canonical transcript; they are listed in ``dropped``
 (``message.thinking``, ``message.redacted_thinking``). Any other block type (server tools, compaction…, which this
-client never asks for) is refused as malformed: dropping it would silently change what the model said.
+client never asks for) is refused as malformed: dropping it would silently change what the model said. Because
+thinking blocks are not kept, extended thinking (``extra["thinking"]``) works for single answers but not across
+tool rounds: the API wants the signed thinking blocks of a tool-use turn sent back with its results, and answers
+400 without them.
 
 Stop reasons: ``end_turn`` and ``stop_sequence`` → ``stop`` (``toolUse`` when there are calls), ``tool_use`` →
 ``toolUse`` (calls required), ``max_tokens`` and ``model_context_window_exceeded`` → ``length``; ``refusal`` →
@@ -152,7 +155,7 @@ def request_url(profile: ProviderProfile) -> str:
 def request_headers(profile: ProviderProfile, api_key: str | None) -> dict[str, str]:
     """The profile's extra headers, ``anthropic-version``, ``content-type``, and ``x-api-key`` when a key is given
     (checked as :func:`~tiny_agent_core.providers.profiles.check_api_key` does; the key never appears in errors)."""
-    from tiny_agent_core.providers.profiles import check_api_key  # profiles imports the adapters' registry
+    from tiny_agent_core.providers.profiles import check_api_key  # late: the registry imports this module
 
     out = dict(profile.extra_headers)
     out["anthropic-version"] = ANTHROPIC_VERSION
