@@ -9,6 +9,9 @@ read by the index whenever it (re)indexes the session, so it survives an index r
 Rules: a title is whitespace-collapsed and at most :data:`TITLE_MAX` characters; an empty title means "the
 session's own title" (its first message). A sidecar saying nothing (no title, not pinned) is removed. A sidecar
 that is unreadable, too large or malformed reads as no metadata: it only ever adds to what the file says.
+
+A session is its file and these sidecars together (:func:`companion_files`): moving it (to the trash and back)
+moves them all.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ __all__ = [
     "TITLE_MAX",
     "SessionMeta",
     "clean_title",
+    "companion_files",
     "meta_path",
     "read_meta",
     "write_meta",
@@ -93,3 +97,13 @@ def write_meta(session_file: Path, meta: SessionMeta) -> SessionMeta:
     value = {"version": 1, "title": stored.title, "pinned": stored.pinned}
     write_atomically(target, json.dumps(value, ensure_ascii=False).encode("utf-8"))
     return stored
+
+
+def companion_files(session_file: Path) -> list[Path]:
+    """The files that exist beside ``session_file`` and belong to it: its metadata and origin sidecars and its cost
+    side file (:mod:`tiny_agent_core.ledger.sidecar`)."""
+    from tiny_agent_core.fork import origin_path  # here: the ledger, which imports this module, imports them too
+    from tiny_agent_core.ledger.sidecar import sidecar_path
+
+    candidates = (meta_path(session_file), origin_path(session_file), sidecar_path(session_file))
+    return [path for path in candidates if path.is_file() and not path.is_symlink()]

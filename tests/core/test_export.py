@@ -15,7 +15,7 @@ from tests.core.ledger.sessionfiles import SessionFile
 from tests.shared_data import shared_path
 from tiny_agent_core.errors import SessionCorruption, SessionError
 from tiny_agent_core.export import EXPORT_FORMATS, export_session, import_session, session_markdown
-from tiny_agent_core.fork import ForkError, fork_whole, read_origin
+from tiny_agent_core.fork import ForkError, fork_before, fork_whole, origin_path, read_origin
 from tiny_agent_core.ledger import Cost, LiveRequest, connect, get_session, list_sessions, record_live, scan_workspace
 from tiny_agent_core.ledger.index import forget_session, set_session_meta
 from tiny_agent_core.ledger.rebuild import rebuild
@@ -25,6 +25,7 @@ from tiny_agent_core.session_meta import (
     TITLE_MAX,
     SessionMeta,
     clean_title,
+    companion_files,
     meta_path,
     read_meta,
     write_meta,
@@ -303,3 +304,28 @@ def test_fork_whole_refuses_an_unfinished_session(workspace: Path) -> None:
     with pytest.raises(ForkError, match="unfinished operation"):
         fork_whole(session.path)
     assert len(list((workspace / ".tiny-agent" / "sessions").glob("*.jsonl"))) == 1
+
+
+def test_a_forks_origin_is_indexed(conn: sqlite3.Connection, workspace: Path) -> None:
+    session = _session(workspace)
+    session.user("Now in French")
+    second = session.boundary
+    session.attempt()
+    session.answer("Ça dit deux choses.", usage=(10, 5, 0, 0))
+    store, prompt = fork_before(session.path, second, model="other/model", provider="openrouter")
+    store.close()
+    assert prompt == "Now in French"
+    scan_workspace(conn, workspace)
+    fork = get_session(conn, store.session_id)
+    assert fork is not None
+    assert fork.origin_id == session.id
+    assert fork.as_json()["originSessionId"] == session.id
+    original = get_session(conn, session.id)
+    assert original is not None
+    assert original.origin_id is None
+    assert [path.name for path in companion_files(store.path)] == [origin_path(store.path).name]
+    write_meta(store.path, SessionMeta(pinned=True))
+    assert {path.name for path in companion_files(store.path)} == {
+        origin_path(store.path).name,
+        meta_path(store.path).name,
+    }

@@ -1,5 +1,5 @@
-"""``tiny-agent session check|plan|abandon|show``: the strict reducer, the recovery planner and the way out of a
-blocked session, from the command line.
+"""``tiny-agent session check|plan|abandon|show|export|import``: the strict reducer, the recovery planner, the way
+out of a blocked session, and sessions out of and into a workspace, from the command line.
 
 Output is always exactly one line of strict JSON on stdout, never a traceback. A number that does not fit a
 double (``1e400`` in tool arguments) prints as ``null``, as the reference prints it.
@@ -14,9 +14,19 @@ double (``1e400`` in tool arguments) prints as ``null``, as the reference prints
   branch, through the store, under the writer lock): ``{"ok": true, "closed": {"operationId", "operationKind",
   "abortRequested", "attemptsClosed", "syntheticResults"}}``, or ``"closed": null`` when nothing was open.
 
+* ``session export [--format md|jsonl] FILE [-o OUT]`` → the session as Markdown (messages, tool calls, costs
+  from the index database when it exists; ``unknown`` otherwise) or the v2 file as it is
+  (:mod:`tiny_agent_core.export`). Without ``-o`` the document itself is printed on stdout; with ``-o`` it is
+  written atomically and the line is ``{"ok": true, "path", "format", "bytes"}``.
+* ``session import FILE [--workspace DIR]`` → validates FILE with the strict reducer, copies it into DIR's
+  sessions folder (default: the current folder; under a new id when its id is already there) and indexes it:
+  ``{"ok": true, "sessionId", "path", "copiedAsNew"}``. A rejected file prints the reducer's error and nothing is
+  written.
+
 Exit status: 0 when the file reduced (and was planned, or abandoned), 2 on corruption, an unreadable file, a bad
 ``--current``, a session another process is writing, or a refused write — then the error object has ``code``
-``FILE_UNREADABLE``, ``INVALID_CURRENT``, ``SESSION_LOCKED`` or ``SESSION_ERROR`` and a ``message``. A
+``FILE_UNREADABLE``, ``FILE_UNWRITABLE``, ``INVALID_CURRENT``, ``SESSION_LOCKED`` or ``SESSION_ERROR`` and a
+``message``. A
 corruption has the reducer's ``code``/``line``/``seq``, plus a ``message`` when the file has no complete header
 line: a creation that never finished (versions before atomic creation left such files on a full disk), which
 holds no data and can be deleted.
@@ -61,6 +71,17 @@ def register(subparsers: Any) -> None:
     abandon.add_argument("file", type=Path, help="a .jsonl session file")
     abandon.set_defaults(handler=_guarded(_abandon))
     add_show_command(commands)
+    export = commands.add_parser("export", help="write a session as Markdown or as its v2 file")
+    export.add_argument("--format", choices=("md", "jsonl"), default="md", help="md (default) or jsonl (the v2 file)")
+    export.add_argument("file", type=Path, help="a .jsonl session file")
+    export.add_argument("-o", "--output", type=Path, help="write here (atomically) instead of to stdout")
+    export.set_defaults(handler=_guarded(_export))
+    import_ = commands.add_parser("import", help="validate a v2 session file and copy it into a workspace")
+    import_.add_argument("file", type=Path, help="a .jsonl session file from elsewhere")
+    import_.add_argument(
+        "--workspace", type=Path, default=None, help="the workspace to import into (default: this folder)"
+    )
+    import_.set_defaults(handler=_guarded(_import))
 
 
 def _emit(value: dict[str, Any]) -> None:
@@ -176,4 +197,98 @@ def _abandon(args: argparse.Namespace) -> int:
             _emit(_failure("SESSION_ERROR", str(error), path))
             return EXIT_FAILED
     _emit({"ok": True, "closed": closed.as_json() if closed is not None else None})
+    return EXIT_OK
+
+
+def _index_database_if_any() -> Any:
+    """The index connection when its database exists (never created here), else ``None``."""
+    from tiny_agent_core.ledger import connect, database_path
+
+    return connect() if database_path().exists() else None
+
+
+def _os_failure(error: OSError, source: Path) -> dict[str, Any]:
+    """``FILE_UNREADABLE`` when reading ``source`` failed, else ``FILE_UNWRITABLE`` (the file being written)."""
+    failed = Path(error.filename) if error.filename is not None else source
+    reason = error.strerror or str(error)
+    if failed == source:
+        return _failure("FILE_UNREADABLE", f"cannot read {source}: {reason}", source)
+    return _failure("FILE_UNWRITABLE", f"cannot write {failed}: {reason}; choose another place.", failed)
+
+
+def _export(args: argparse.Namespace) -> int:
+    import sys
+
+    from tiny_agent_core.errors import LedgerError
+    from tiny_agent_core.export import export_session, session_markdown
+
+    path: Path = args.file
+    try:
+        conn = _index_database_if_any() if args.format == "md" else None
+    except LedgerError as error:
+        print(f"tiny-agent: costs not shown: {error}", file=sys.stderr)
+        conn = None
+    try:
+        if args.output is None:
+            if args.format == "md":
+                sys.stdout.write(session_markdown(path, conn))
+            else:
+                data = path.read_bytes()
+                _reduce(path, data)
+                sys.stdout.buffer.write(data)
+            return EXIT_OK
+        export_session(path, args.output, args.format, conn)
+    except SessionCorruption as error:
+        _emit(_corruption(error))
+        return EXIT_FAILED
+    except OSError as error:
+        _emit(_os_failure(error, path))
+        return EXIT_FAILED
+    finally:
+        if conn is not None:
+            conn.close()
+    size = args.output.stat().st_size
+    _emit({"ok": True, "path": str(args.output), "format": args.format, "bytes": size})
+    return EXIT_OK
+
+
+def _import(args: argparse.Namespace) -> int:
+    import sys
+
+    from tiny_agent_core.errors import LedgerError
+    from tiny_agent_core.export import import_session
+    from tiny_agent_core.ledger import connect
+
+    path: Path = args.file
+    workspace: Path = args.workspace or Path.cwd()
+    if not workspace.is_dir():
+        _emit(_failure("FILE_UNWRITABLE", f"{workspace} is not a folder; create it or name another.", workspace))
+        return EXIT_FAILED
+    try:
+        conn = connect()
+    except LedgerError as error:
+        print(f"tiny-agent: the session is imported but not indexed: {error}", file=sys.stderr)
+        conn = None
+    try:
+        imported = import_session(path, workspace, conn)
+    except SessionCorruption as error:
+        _emit(_corruption(error))
+        return EXIT_FAILED
+    except OSError as error:
+        _emit(_os_failure(error, path))
+        return EXIT_FAILED
+    except SessionError as error:
+        _emit(_failure("SESSION_ERROR", str(error), path))
+        return EXIT_FAILED
+    finally:
+        if conn is not None:
+            conn.close()
+    _emit(
+        {
+            "ok": True,
+            "sessionId": imported.session_id,
+            "path": str(imported.path),
+            "copiedAsNew": imported.copied_as_new,
+        }
+    )
     return EXIT_OK

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tiny_agent_core.errors import LedgerError, SessionCorruption
+from tiny_agent_core.fork import read_origin
 from tiny_agent_core.ledger import sidecar
 from tiny_agent_core.ledger.extract import RequestFacts, SessionFacts, extract_session
 from tiny_agent_core.ledger.paths import sessions_dir
@@ -84,6 +85,8 @@ class SessionSummary:
     cost_unknown_requests: int
     pinned: bool = False
     """The user pinned it (its metadata sidecar)."""
+    origin_id: str | None = None
+    """The session this one was forked from ("Re-run on…"), ``None`` when it is not a fork."""
 
     def as_json(self) -> dict[str, Any]:
         """The ``tiny-agent sessions --json`` element (cost as an exact decimal string or null)."""
@@ -106,6 +109,7 @@ class SessionSummary:
             "cost": None if self.cost is None else str(self.cost),
             "costUnknownRequests": self.cost_unknown_requests,
             "pinned": self.pinned,
+            "originSessionId": self.origin_id,
         }
 
 
@@ -137,7 +141,8 @@ def known_workspaces(conn: sqlite3.Connection) -> list[Path]:
 _SESSION_COLUMNS = (
     "id, workspace_id, path, title, created_at, updated_at, provider, model, operation, abort_requested, "
     "last_outcome, facts, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, requests, "
-    "usage_unknown_requests, cost_total, cost_unknown_requests, file_size, file_mtime_ns, indexed_at, pinned"
+    "usage_unknown_requests, cost_total, cost_unknown_requests, file_size, file_mtime_ns, indexed_at, pinned, "
+    "origin_session_id"
 )
 _DERIVED_SESSION = [
     name.strip()
@@ -172,7 +177,7 @@ _UPSERT_REQUEST = (
     + ", http_status = coalesce(requests.http_status, excluded.http_status)"  # the live status, else the file's
 )
 _UPSERT_SESSION = (
-    f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES ({', '.join('?' * 24)}) ON CONFLICT(id) DO UPDATE SET "
+    f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES ({', '.join('?' * 25)}) ON CONFLICT(id) DO UPDATE SET "
     + ", ".join(f"{name} = excluded.{name}" for name in _DERIVED_SESSION)
 )
 
@@ -226,10 +231,12 @@ def write_session(
     Live-only request columns and captures of attempts still in the file are kept, the cost side file's
     provider figures and locality are merged in, and every request is priced again; requests and tool timings
     that are no longer in the file are removed; the searchable text (``session_text``) is replaced. The user's
-    title and pin come from the metadata sidecar (:func:`~tiny_agent_core.session_meta.read_meta`).
+    title and pin come from the metadata sidecar (:func:`~tiny_agent_core.session_meta.read_meta`), a fork's
+    origin from its origin sidecar (:func:`~tiny_agent_core.fork.read_origin`).
     """
     conn.execute("DELETE FROM sessions WHERE path = ? AND id <> ?", (str(path), facts.id))
     meta = read_meta(path)
+    origin = read_origin(path)
     unknown_usage = sum(1 for request in facts.requests if request.usage is None)
     usage = facts.usage
     conn.execute(
@@ -259,6 +266,7 @@ def write_session(
             mtime_ns,
             _now_ms(),
             int(meta.pinned),
+            None if origin is None else origin.origin_session_id,
         ),
     )
     keep = {request.attempt_id for request in facts.requests}
@@ -390,7 +398,7 @@ _LIST_SQL = """
     SELECT s.id, w.path, s.path, s.title, s.created_at, s.updated_at, s.provider, s.model, s.operation,
            s.abort_requested, s.last_outcome, s.facts, s.input_tokens, s.output_tokens, s.cache_read_tokens,
            s.cache_write_tokens, s.requests, s.usage_unknown_requests, s.cost_total, s.cost_unknown_requests,
-           s.pinned
+           s.pinned, s.origin_session_id
     FROM sessions AS s JOIN workspaces AS w ON w.id = s.workspace_id
 """
 
@@ -415,6 +423,7 @@ def _summary(row: tuple[Any, ...]) -> SessionSummary:
         cost=None if row[18] is None else decimal_from_text(row[18]),
         cost_unknown_requests=row[19],
         pinned=bool(row[20]),
+        origin_id=row[21],
     )
 
 

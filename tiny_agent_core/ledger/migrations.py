@@ -32,7 +32,8 @@ Schema (all times are integer milliseconds since the Unix epoch, UTC; money is `
     '0' only for a session without requests); ``cost_unknown_requests``, how many requests have no known cost;
     ``file_size`` / ``file_mtime_ns``, the file's stat when indexed (an unchanged file is not re-read);
     ``indexed_at``; ``pinned`` 0/1 (m005: from the session's metadata sidecar, :mod:`tiny_agent_core.session_meta`,
-    whose title, when set, is also the ``title``).
+    whose title, when set, is also the ``title``); ``origin_session_id`` (m005: the session a fork was cut from,
+    from its origin sidecar, :func:`tiny_agent_core.fork.read_origin`; NULL when it is not a fork).
 ``requests`` (one row per physical model request; keyed by the ``stepAttempt`` attempt id)
     Derivable from the JSONL (rewritten by every re-index and rebuild): ``attempt_id`` TEXT PK; ``session_id``
     FK → sessions (cascade); ``operation_id``; ``step_id``; ``attempt`` 1 | 2; ``step_kind`` 'assistant' |
@@ -96,7 +97,7 @@ SCHEMA_MAJOR = 1
 
 SCHEMA_MINOR = 4
 """Compatible revision within the major; a larger minor from a newer app is accepted (1: ``session_text``;
-2: ``requests.dropped_fields``; 3: recomputable costs; 4: ``sessions.pinned``)."""
+2: ``requests.dropped_fields``; 3: recomputable costs; 4: ``sessions.pinned`` and ``origin_session_id``)."""
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -375,9 +376,16 @@ def m004_recomputable_cost(conn: sqlite3.Connection) -> None:
 
 
 @migration
-def m005_session_pinned(conn: sqlite3.Connection) -> None:
-    """``sessions.pinned``: the user pinned the session (its metadata sidecar says so)."""
-    _execute_all(conn, ["ALTER TABLE sessions ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0 CHECK (pinned IN (0, 1))"])
+def m005_session_meta(conn: sqlite3.Connection) -> None:
+    """``sessions.pinned`` (the user pinned the session: its metadata sidecar says so) and
+    ``sessions.origin_session_id`` (a fork's origin: its origin sidecar says so)."""
+    _execute_all(
+        conn,
+        [
+            "ALTER TABLE sessions ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0 CHECK (pinned IN (0, 1))",
+            "ALTER TABLE sessions ADD COLUMN origin_session_id TEXT",
+        ],
+    )
 
 
 def _read_user_version(conn: sqlite3.Connection) -> int:

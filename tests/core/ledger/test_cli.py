@@ -61,6 +61,7 @@ def test_sessions_json(capsys: pytest.CaptureFixture[str], workspace: Path, data
         "cost": None,
         "costUnknownRequests": 1,
         "pinned": False,
+        "originSessionId": None,
     }
     assert (listed[0]["operation"], listed[0]["model"], listed[0]["usageUnknownRequests"]) == ("run", "other/model", 1)
     assert database_path().is_file()

@@ -39,6 +39,7 @@ EXPECTED_COLUMNS = {
         "file_mtime_ns",
         "indexed_at",
         "pinned",
+        "origin_session_id",
     ],
     "requests": [
         "attempt_id",
@@ -94,7 +95,7 @@ EXPECTED_COLUMNS = {
     "session_text_fts_idx": ["segid", "term", "pgno"],
 }
 
-APPLIED = ["m001_initial", "m002_session_text", "m003_dropped_fields", "m004_recomputable_cost", "m005_session_pinned"]
+APPLIED = ["m001_initial", "m002_session_text", "m003_dropped_fields", "m004_recomputable_cost", "m005_session_meta"]
 
 EXPECTED_INDEXES = {
     "sessions_by_workspace_newest",

@@ -127,8 +127,9 @@ def test_m002_from_m001_reads_every_file_once_more(data_dir: Path, workspace: Pa
         *(f"ALTER TABLE requests DROP COLUMN {name}" for name in ("provider_cost", "local", "cache_savings")),
         "ALTER TABLE requests DROP COLUMN dropped_fields",
         "ALTER TABLE sessions DROP COLUMN pinned",
+        "ALTER TABLE sessions DROP COLUMN origin_session_id",
         "DELETE FROM _migrations WHERE name IN ('m002_session_text', 'm003_dropped_fields', 'm004_recomputable_cost', "
-        "'m005_session_pinned')",
+        "'m005_session_meta')",
         f"PRAGMA user_version = {1 << 16}",
     ):
         old.execute(statement)
@@ -141,7 +142,7 @@ def test_m002_from_m001_reads_every_file_once_more(data_dir: Path, workspace: Pa
             "m002_session_text",
             "m003_dropped_fields",
             "m004_recomputable_cost",
-            "m005_session_pinned",
+            "m005_session_meta",
         ]
         assert conn.execute("PRAGMA user_version").fetchone()[0] == m.user_version()
         assert [s.title for s in list_sessions(conn)] == ["legacy content"]  # the row is kept
