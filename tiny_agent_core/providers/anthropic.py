@@ -153,13 +153,13 @@ def request_url(profile: ProviderProfile) -> str:
 
 
 def request_headers(profile: ProviderProfile, api_key: str | None) -> dict[str, str]:
-    """The profile's extra headers, ``anthropic-version``, ``content-type``, and ``x-api-key`` when a key is given
-    (checked as :func:`~tiny_agent_core.providers.profiles.check_api_key` does; the key never appears in errors)."""
+    """The profile's extra headers, ``anthropic-version``, and ``x-api-key`` when a key is given (checked as
+    :func:`~tiny_agent_core.providers.profiles.check_api_key` does; the key never appears in errors). The client
+    adds ``Content-Type`` and ``Accept``."""
     from tiny_agent_core.providers.profiles import check_api_key  # late: the registry imports this module
 
     out = dict(profile.extra_headers)
     out["anthropic-version"] = ANTHROPIC_VERSION
-    out["content-type"] = "application/json"
     if api_key:
         out["x-api-key"] = check_api_key(api_key)
     return out
