@@ -268,7 +268,7 @@ def test_an_invalid_step_limit_is_refused(tmp_path: Path, value: Any) -> None:
 def test_dialect_settings_round_trip_and_reach_the_provider_profile(tmp_path: Path) -> None:
     from dataclasses import replace
 
-    from tiny_agent_core.providers.openai_chat import LOCAL_DIALECT, Dialect
+    from tiny_agent_core.providers.openai_dialect import LOCAL_DIALECT, Dialect
 
     settings = AppSettings.load(tmp_path)
     local = replace(ProfileConfig.custom("local", "http://127.0.0.1:8089/v1"), stream_tools=False, context_length=4096)

@@ -79,7 +79,7 @@ from tiny_agent_core.errors import (
 from tiny_agent_core.pricing import Cost, Overrides, price_request
 from tiny_agent_core.providers.capture import RawCapture
 from tiny_agent_core.providers.client import ChatCompleted, ChatStream, ProviderClient
-from tiny_agent_core.providers.openai_chat import DIALECT_REPAIRS
+from tiny_agent_core.providers.openai_dialect import DIALECT_REPAIRS
 from tiny_agent_core.providers.profiles import ProviderProfile
 from tiny_agent_core.providers.results import NormalizedResponse, StreamedText, StreamedToolCall
 from tiny_agent_core.providers.transport import Timeouts

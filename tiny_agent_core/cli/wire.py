@@ -17,7 +17,8 @@ from typing import Any
 from tiny_agent_core.cli.arguments import http_status
 from tiny_agent_core.errors import ProviderError
 from tiny_agent_core.providers.client import error_summary
-from tiny_agent_core.providers.openai_chat import http_error, normalize_response_body, normalize_sse_text
+from tiny_agent_core.providers.http_errors import http_error
+from tiny_agent_core.providers.openai_chat import normalize_response_body, normalize_sse_text
 
 
 def register(subparsers: Any) -> None:

@@ -116,7 +116,8 @@ class RawCapture:
     error: dict[str, Any] | None = None
     """``{kind, message, status?, retryAfter?}`` when the request failed."""
     outbound_repairs: tuple[str, ...] = ()
-    """The outbound repairs applied to the request body as sent (``openai_chat.OUTBOUND_REPAIRS``)."""
+    """The outbound repairs applied to the request body as sent (each API kind names its own, e.g.
+    ``openai_dialect.OUTBOUND_REPAIRS``)."""
 
     @property
     def request_id(self) -> str | None:

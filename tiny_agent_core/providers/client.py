@@ -1,7 +1,10 @@
-"""The streaming Chat Completions client (SPEC §3, §9).
+"""The streaming provider client, for every API kind (SPEC §3, §9).
 
 One :class:`ProviderClient` per application owns (or is given) the one :class:`httpx.AsyncClient`. Each request
-is a :class:`ChatStream`: an async iterator of :data:`ChatEvent` as bytes arrive — the adapter's deltas
+is a :class:`ChatStream`, spoken in the profile's API kind through its
+:class:`~tiny_agent_core.providers.api_kinds.WireAdapter` (URL, headers, body, stream accumulator, JSON
+normalization, HTTP errors; this module knows no wire shape): an async iterator of :data:`ChatEvent` as bytes
+arrive — the adapter's deltas
 (:class:`StreamedText`, :class:`StreamedToolCall`, :class:`UsageReported`), then one :class:`ChatCompleted` with the
 :class:`~tiny_agent_core.providers.results.NormalizedResponse` and the :class:`RawCapture` — or a typed
 :class:`~tiny_agent_core.errors.ProviderError` raised. The final result is exactly what the adapter gives for
@@ -13,12 +16,18 @@ Always close a stream you stop reading early — ``async with client.stream_chat
 Cancelling the task that iterates closes the response promptly too. After the stream ends (result, failure or
 cancellation) ``stream.capture`` holds the raw wire record.
 
-Nothing is retried automatically, with one exception: a server that refuses a valid form of the request for its
-dialect (:func:`~tiny_agent_core.providers.openai_chat.dialect_fallback`: it cannot stream a request with tools,
-or refuses ``content: null``) gets the request once more in the form it accepts, before any event was yielded
-(and once again if that resend meets a connection the server has just closed);
-``stream.dialect`` is then the dialect learned (the caller remembers it for the profile), and the result's
-``outbound_repairs`` name the repair.
+Nothing is retried automatically, with two exceptions, both before any event was yielded (and once again if that
+resend meets a connection the server has just closed), and both named in the result's ``outbound_repairs``:
+
+- a server that refuses a valid form of the request for its dialect (adapters with
+  :class:`~tiny_agent_core.providers.api_kinds.RepairsRequests`, e.g.
+  :func:`~tiny_agent_core.providers.openai_dialect.dialect_fallback`: it cannot stream a request with tools, or
+  refuses ``content: null``) gets the request once more in the form it accepts; ``stream.dialect`` is then the
+  dialect learned (the caller remembers it for the profile);
+- a request that chained from server-held state (a
+  :class:`~tiny_agent_core.providers.results.ConversationState`) the server no longer has (adapters with
+  :class:`~tiny_agent_core.providers.api_kinds.KeepsServerState`) is sent once more with the whole transcript
+  (``server_state_lost``).
 
 Every request is bounded: each wait by :class:`Timeouts` (``read`` between bytes, ``total`` for the whole
 request, so a trickling server cannot hold a run open), and every body by :class:`Limits` (bytes are counted as
@@ -41,18 +50,19 @@ import httpx
 from httpx_sse import EventSource, SSEError
 
 from tiny_agent_core.errors import MalformedResponseError, ProviderConnectionError, ProviderError, ProviderHTTPError
-from tiny_agent_core.providers.capture import DEFAULT_CAPTURE_LIMIT, CaptureRecorder, RawCapture
-from tiny_agent_core.providers.openai_chat import (
-    Dialect,
-    StreamAccumulator,
-    dialect_fallback,
-    http_error,
-    normalize_response_body,
-    repair_request,
+from tiny_agent_core.providers.api_kinds import (
+    SERVER_STATE_LOST,
+    KeepsServerState,
+    RepairsRequests,
+    WireAdapter,
+    adapter_for,
 )
+from tiny_agent_core.providers.capture import DEFAULT_CAPTURE_LIMIT, CaptureRecorder, RawCapture
+from tiny_agent_core.providers.openai_dialect import Dialect
 from tiny_agent_core.providers.profiles import ProviderProfile
 from tiny_agent_core.providers.results import (
     DEFAULT_LIMITS,
+    ConversationState,
     Limits,
     NormalizedResponse,
     StreamDelta,
@@ -81,7 +91,6 @@ __all__ = [
     "StreamedToolCall",
     "Timeouts",
     "UsageReported",
-    "build_request_body",
     "error_summary",
 ]
 
@@ -112,33 +121,19 @@ def _message_json(message: _AsDict | Mapping[str, Any]) -> dict[str, Any]:
     return message.as_dict()
 
 
-def build_request_body(
+def request_body(
     profile: ProviderProfile,
     model: str,
     messages: Sequence[_AsDict | Mapping[str, Any]],
     tools: Sequence[Mapping[str, Any]] | None = None,
     extra: Mapping[str, Any] | None = None,
+    *,
+    state: ConversationState | None = None,
 ) -> dict[str, Any]:
-    """The JSON request: ``{model, messages, tools?, stream: true, stream_options: {include_usage: true}}``.
-
-    Without streaming (profile flag) the stream keys are left out; ``stream_options`` only where accepted.
-    ``extra`` adds request parameters (``temperature``, ``max_tokens``…) but never overrides the above. The
-    profile's outbound repairs are applied when the request is sent (:class:`ChatStream`), not here.
-    """
-    body: dict[str, Any] = dict(extra or {})
-    body["model"] = model
-    body["messages"] = [_message_json(message) for message in messages]
-    if tools:
-        body["tools"] = [dict(tool) for tool in tools]
-    else:
-        body.pop("tools", None)
-    body.pop("stream", None)
-    body.pop("stream_options", None)
-    if profile.streaming:
-        body["stream"] = True
-        if profile.stream_options:
-            body["stream_options"] = {"include_usage": True}
-    return body
+    """The JSON request the profile's API kind sends for these canonical messages and tools (before the outbound
+    repairs, which are applied as it is sent)."""
+    canonical = [_message_json(message) for message in messages]
+    return adapter_for(profile.api).build_body(profile, model, canonical, tools, extra, state=state)
 
 
 def error_summary(error: ProviderError) -> dict[str, Any]:
@@ -214,10 +209,11 @@ def _deltas_of(result: NormalizedResponse) -> list[StreamDelta]:
 
 
 class ChatStream:
-    """One request to ``<base_url>/chat/completions``; iterate for events (see the module docstring).
+    """One request to the profile's endpoint, in its API kind; iterate for events (see the module docstring).
 
     Use it as ``async with`` (or :func:`contextlib.aclosing`) so stopping early closes the response at once.
-    ``capture`` is set when the request ends in any way; ``result`` when it succeeded.
+    ``capture`` is set when the request ends in any way; ``result`` when it succeeded. ``full_body`` is the same
+    request built without server state, sent instead when the server lost the state ``body`` chains from.
     """
 
     def __init__(
@@ -230,10 +226,14 @@ class ChatStream:
         timeouts: Timeouts,
         capture_limit: int,
         limits: Limits = DEFAULT_LIMITS,
+        full_body: dict[str, Any] | None = None,
     ) -> None:
         self._http = http
         self.profile = profile
+        self.adapter: WireAdapter = adapter_for(profile.api)
+        """The profile's API kind."""
         self._body = body
+        self._full_body = full_body
         self._api_key = api_key or None
         self._redact = Redactor([api_key])
         self.timeouts = timeouts
@@ -287,10 +287,27 @@ class ChatStream:
         if isinstance(error, ProviderHTTPError):
             error.body = self._redact(error.body)
 
+    def _outbound(self, body: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+        """``body`` as it is sent, and the outbound repairs applied to it."""
+        if isinstance(self.adapter, RepairsRequests):
+            return self.adapter.repair_request(body, self.dialect)
+        return body, ()
+
+    def _state_lost(self, error: ProviderError) -> bool:
+        """The request chained from server state that ``error`` says the server no longer has."""
+        return (
+            self._full_body is not None
+            and isinstance(self.adapter, KeepsServerState)
+            and self.adapter.state_lost(error)
+        )
+
     async def _run(self) -> AsyncGenerator[ChatEvent, None]:
         resent = False
+        source = self._body
+        lost: tuple[str, ...] = ()
         while True:
-            body, outbound = repair_request(self._body, self.dialect)
+            body, outbound = self._outbound(source)
+            outbound = lost + outbound
             yielded = False
             try:
                 async for event in self._send(body, outbound):
@@ -306,7 +323,16 @@ class ChatStream:
                     resent = False
                     self._ended = False
                     continue
-                learned = dialect_fallback(error, body, self.dialect)
+                if not lost and self._full_body is not None and self._state_lost(error):
+                    source, lost = self._full_body, (SERVER_STATE_LOST,)
+                    resent = True
+                    self._ended = False
+                    continue
+                learned = (
+                    self.adapter.fallback(error, body, self.dialect)
+                    if isinstance(self.adapter, RepairsRequests)
+                    else None
+                )
                 if learned is None:
                     raise
                 self.dialect = learned
@@ -314,17 +340,18 @@ class ChatStream:
                 self._ended = False
 
     async def _send(self, sent: dict[str, Any], outbound: tuple[str, ...]) -> AsyncGenerator[ChatEvent, None]:
-        profile = self.profile
+        profile, adapter = self.profile, self.adapter
+        url = adapter.request_url(profile)
         payload = json.dumps(sent, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         streaming = bool(sent.get("stream"))
         headers = {
             "Content-Type": "application/json",
             "Accept": "text/event-stream" if streaming else "application/json",
-            **profile.headers(self._api_key),
+            **adapter.request_headers(profile, self._api_key),
         }
         recorder = CaptureRecorder(
             method="POST",
-            url=profile.chat_url,
+            url=url,
             stream=streaming,
             request_headers=headers,
             request_body=payload,
@@ -337,7 +364,7 @@ class ChatStream:
             with translate_transport_errors(profile.base_url, self.timeouts):
                 deadline = Deadline(profile.base_url, self.timeouts.total)
                 request = self._http.build_request(
-                    "POST", profile.chat_url, content=payload, headers=headers, timeout=self.timeouts.to_httpx()
+                    "POST", url, content=payload, headers=headers, timeout=self.timeouts.to_httpx()
                 )
                 response = await deadline.within(self._http.send(request, stream=True))
                 try:
@@ -345,14 +372,14 @@ class ChatStream:
                     if response.status_code >= 400:
                         body, complete = await read_body(response, limits.response_bytes, deadline)
                         recorder.body_bytes(body)
-                        error = http_error(response.status_code, body, response.headers)
+                        error = adapter.http_error(response.status_code, body, response.headers)
                         if not complete:
                             cut = describe_size(limits.response_bytes)
                             error.args = (f"{error} (The error body is larger than {cut} and was not read in full.)",)
                         raise error
                     content_type = response.headers.get("content-type", "").lower()
                     if streaming and "json" not in content_type:
-                        accumulator = StreamAccumulator(limits=limits)
+                        accumulator = adapter.new_accumulator(limits)
                         guard = StreamGuard(
                             profile.base_url, event_limit=limits.sse_event_bytes, total_limit=limits.stream_bytes
                         )
@@ -385,7 +412,7 @@ class ChatStream:
                         recorder.body_bytes(body)
                         if not complete:
                             raise body_too_large(profile.base_url, limits.response_bytes)
-                        result = normalize_response_body(body, limits=limits)
+                        result = adapter.normalize_body(body, limits)
                         for delta in _deltas_of(result):
                             if not isinstance(delta, UsageReported):
                                 recorder.first_token()
@@ -453,9 +480,16 @@ class ProviderClient:
         api_key: str | None = None,
         timeouts: Timeouts | None = None,
         extra: Mapping[str, Any] | None = None,
+        state: ConversationState | None = None,
     ) -> ChatStream:
-        """Start (lazily, on first iteration) one chat request; see :class:`ChatStream`."""
-        body = build_request_body(profile, model, messages, tools, extra)
+        """Start (lazily, on first iteration) one chat request; see :class:`ChatStream`.
+
+        ``state`` (for API kinds that keep server state) says what the server already holds of ``messages``; the
+        request then sends only the rest, and falls back to the whole transcript once if the state is gone.
+        Raises :class:`~tiny_agent_core.errors.ProviderConfigurationError` for an unknown API kind.
+        """
+        body = request_body(profile, model, messages, tools, extra, state=state)
+        full_body = None if state is None else request_body(profile, model, messages, tools, extra)
         return ChatStream(
             self.http,
             profile,
@@ -464,6 +498,7 @@ class ProviderClient:
             timeouts=timeouts or Timeouts(),
             capture_limit=self.capture_limit,
             limits=self.limits,
+            full_body=full_body if full_body != body else None,
         )
 
     async def complete(

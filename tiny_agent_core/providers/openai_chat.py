@@ -1,9 +1,10 @@
-"""The OpenAI Chat Completions adapter: provider bytes → a canonical result or a typed error.
+"""The OpenAI Chat Completions adapter: canonical transcript → request, provider bytes → a canonical result or a
+typed error.
 
-This is the only module that knows the Chat Completions wire shapes. It handles a complete JSON body
-(:func:`normalize_response_body`), an SSE stream event by event (:class:`StreamAccumulator`, fed by httpx-sse
-both for live responses and for recorded text, :func:`normalize_sse_text`), and HTTP error bodies
-(:func:`http_error`).
+This is the only module (with its three helpers below) that knows the Chat Completions wire shapes. It builds the
+request (:func:`build_request_body`), and handles a complete JSON body (:func:`normalize_response_body`) and an SSE
+stream event by event (:class:`StreamAccumulator`, fed by httpx-sse both for live responses and for recorded text,
+:func:`normalize_sse_text`).
 
 Both paths end in the same place: the assistant message is put through the *dialect repairs* (each one named,
 applied only where the meaning is unambiguous, and reported in ``repairs``), then the normalization seam
@@ -26,16 +27,10 @@ Dialect repairs (:data:`REPAIRS`):
 - ``usage_input_clamped``: cache reads plus writes exceed ``prompt_tokens`` (OpenRouter→Gemini reports the same
   tokens as both); uncached input is clamped to 0 as the reference does, and the inconsistency is visible.
 
-Outbound repairs (:data:`OUTBOUND_REPAIRS`) change what is *sent*, for servers that refuse or mishandle a valid
-request; each one follows from the profile's :class:`Dialect` (set per profile, or learned from the server's answer
-by :func:`dialect_fallback`) and is reported with the result (``outbound_repairs``):
-
-- ``tool_choice_auto``: ``tool_choice: "auto"`` is sent with the tools (llama-cpp-python leaves the tools out of the
-  prompt without it; ``"auto"`` is the API's default, so the meaning is unchanged).
-- ``tools_not_streamed``: a request offering tools is sent without streaming (llama-cpp-python cannot stream an
-  automatic tool choice: it answers 200 with an empty body); the same events are produced from the JSON body.
-- ``tool_call_content_empty_string``: an assistant tool-call message's ``content: null`` is sent as ``""``
-  (llama-cpp-python refuses ``null``: HTTP 500 "Input should be a valid string"); no text either way.
+Outbound repairs (what is *sent* differently for servers that refuse a valid request) are in
+:mod:`~tiny_agent_core.providers.openai_dialect`, the usage mapping in :mod:`~tiny_agent_core.providers.openai_usage`,
+the HTTP error mapping in :mod:`~tiny_agent_core.providers.http_errors`. :data:`ADAPTER` is this API kind
+(``openai-chat``) as the client uses it (:mod:`~tiny_agent_core.providers.api_kinds`).
 
 A legacy ``function_call`` answer (without ``tool_calls``) is rejected: this client never sends ``functions`` and
 the call carries no id to bind a result to. A context-window overflow becomes
@@ -51,34 +46,29 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
-from decimal import Decimal, InvalidOperation
-from email.utils import parsedate_to_datetime
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from httpx_sse import EventSource
 
 from tiny_agent_core.errors import (
-    AuthenticationError,
     ContentFilteredError,
-    ContextLengthError,
     EmptyStreamError,
     MalformedResponseError,
-    ModelNotFoundError,
-    PaymentRequiredError,
     ProviderError,
     ProviderHTTPError,
     ProviderReportedError,
-    RateLimitError,
-    ServerError,
 )
 from tiny_agent_core.messages import AssistantMessage
+from tiny_agent_core.providers import http_errors, openai_dialect
+from tiny_agent_core.providers.http_errors import error_message
+from tiny_agent_core.providers.openai_usage import provider_cost, usage_from_wire
 from tiny_agent_core.providers.results import (
     DEFAULT_LIMITS,
+    ConversationState,
     IdFactory,
     Limits,
     NormalizedResponse,
@@ -98,7 +88,14 @@ from tiny_agent_core.providers.results import (
 )
 from tiny_agent_core.seam import ASSISTANT_KEYS, FUNCTION_KEYS, TOOL_CALL_KEYS, normalize_assistant_message
 from tiny_agent_core.stop_reasons import stop_reason
-from tiny_agent_core.usage import MAX_SAFE_INTEGER, Usage
+from tiny_agent_core.usage import Usage
+
+if TYPE_CHECKING:
+    from tiny_agent_core.providers.openai_dialect import Dialect
+    from tiny_agent_core.providers.profiles import ProviderProfile
+
+KIND = "openai-chat"
+"""The API kind name of this adapter (a profile's ``api``)."""
 
 REPAIRS = (
     "empty_tool_calls",
@@ -114,183 +111,37 @@ REPAIRS = (
 )
 """Every dialect repair this adapter may apply, by name."""
 
-OUTBOUND_REPAIRS = ("tool_choice_auto", "tools_not_streamed", "tool_call_content_empty_string")
-"""Every outbound repair :func:`repair_request` may apply to a request, by name."""
 
+def build_request_body(
+    profile: ProviderProfile,
+    model: str,
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The JSON request: ``{model, messages, tools?, stream: true, stream_options: {include_usage: true}}``.
 
-@dataclass(frozen=True)
-class Dialect:
-    """What one server needs of a request beyond the OpenAI API (see the module docstring's outbound repairs)."""
-
-    tool_choice_auto: bool = False
-    """Send ``tool_choice: "auto"`` with the tools (``tool_choice_auto``)."""
-    stream_tools: bool = True
-    """A request offering tools may be streamed; when off, it is sent without streaming (``tools_not_streamed``)."""
-    null_content: bool = True
-    """The server accepts ``content: null`` in an assistant tool-call message; when off it is sent as ``""``
-    (``tool_call_content_empty_string``)."""
-
-
-DIALECT_REPAIRS = {
-    "tool_choice_auto": "tool_choice_auto",
-    "stream_tools": "tools_not_streamed",
-    "null_content": "tool_call_content_empty_string",
-}
-"""The outbound repair each :class:`Dialect` field governs, by field name."""
-
-LOCAL_DIALECT = Dialect(tool_choice_auto=True, null_content=False)
-"""The dialect assumed for a local server (llama.cpp, llama-cpp-python, Ollama, LM Studio, vLLM): each repair is
-also valid for OpenAI-compatible servers that do not need it."""
-
-
-def repair_request(body: Mapping[str, Any], dialect: Dialect) -> tuple[dict[str, Any], tuple[str, ...]]:
-    """The request ``body`` as ``dialect`` needs it to be sent, and the names of the outbound repairs applied."""
-    out = dict(body)
-    names: list[str] = []
-    if out.get("tools"):
-        if dialect.tool_choice_auto and "tool_choice" not in out:
-            out["tool_choice"] = "auto"
-            names.append("tool_choice_auto")
-        if not dialect.stream_tools and out.get("stream"):
-            del out["stream"]
-            out.pop("stream_options", None)
-            names.append("tools_not_streamed")
-    if not dialect.null_content:
-        messages = [
-            {**message, "content": ""} if _null_content_call(message) else message
-            for message in out.get("messages", ())
-        ]
-        if messages != out.get("messages", []):
-            out["messages"] = messages
-            names.append("tool_call_content_empty_string")
-    return out, tuple(names)
-
-
-def _null_content_call(message: Any) -> bool:
-    return (
-        isinstance(message, Mapping)
-        and message.get("role") == "assistant"
-        and bool(message.get("tool_calls"))
-        and message.get("content") is None
-    )
-
-
-_STREAMING_TOOLS_REFUSED = re.compile(r"streaming tool choice is not supported", re.IGNORECASE)
-_NOT_A_STRING = re.compile(r"input should be a valid string", re.IGNORECASE)
-
-
-def dialect_fallback(error: ProviderError, body: Mapping[str, Any], dialect: Dialect) -> Dialect | None:
-    """The dialect to resend ``body`` with when ``error`` shows the server refused a valid form it used, else ``None``.
-
-    - A streamed request offering tools that ended empty (:class:`~tiny_agent_core.errors.EmptyStreamError`) or was
-      refused with "streaming tool choice is not supported": resend without streaming.
-    - An HTTP 400/422/500 saying "Input should be a valid string" for a request with an assistant tool-call message
-      whose ``content`` is ``null``: resend it as ``""``.
-
-    Each fallback happens at most once per request (the returned dialect no longer uses the refused form).
+    Without streaming (profile flag) the stream keys are left out; ``stream_options`` only where accepted.
+    ``extra`` adds request parameters (``temperature``, ``max_tokens``…) but never overrides the above. The
+    profile's outbound repairs are applied when the request is sent (the client), not here.
     """
-    refused_stream = isinstance(error, EmptyStreamError) or _STREAMING_TOOLS_REFUSED.search(_error_text(error))
-    if refused_stream and dialect.stream_tools and body.get("stream") and body.get("tools"):
-        return replace(dialect, stream_tools=False)
-    if (
-        dialect.null_content
-        and isinstance(error, ProviderHTTPError)
-        and error.status in (400, 422, 500)
-        and _NOT_A_STRING.search(_error_text(error))
-        and any(_null_content_call(message) for message in body.get("messages", ()))
-    ):
-        return replace(dialect, null_content=False)
-    return None
-
-
-def _error_text(error: ProviderError) -> str:
-    return f"{error} {error.body}" if isinstance(error, ProviderHTTPError) else str(error)
+    body: dict[str, Any] = dict(extra or {})
+    body["model"] = model
+    body["messages"] = [dict(message) for message in messages]
+    if tools:
+        body["tools"] = [dict(tool) for tool in tools]
+    else:
+        body.pop("tools", None)
+    body.pop("stream", None)
+    body.pop("stream_options", None)
+    if profile.streaming:
+        body["stream"] = True
+        if profile.stream_options:
+            body["stream_options"] = {"include_usage": True}
+    return body
 
 
 _NON_CONTENT_PARTS = frozenset({"reasoning", "thinking", "redacted_thinking"})
-
-
-def _error_message(error: Any) -> str:
-    """The most useful human text inside a provider ``error`` value (handles nested and metadata forms)."""
-    if isinstance(error, str):
-        return error
-    if not isinstance(error, dict):
-        return json.dumps(error)[:500]
-    inner = error.get("error")
-    if isinstance(inner, dict | str) and not error.get("message"):
-        return _error_message(inner)
-    message = error.get("message")
-    text = message if isinstance(message, str) and message else json.dumps(error)[:500]
-    metadata = error.get("metadata")
-    if isinstance(metadata, dict):
-        provider = metadata.get("provider_name")
-        raw = metadata.get("raw")
-        if isinstance(raw, str) and raw and raw not in text:
-            text = f"{text} ({raw[:300]})"
-        if isinstance(provider, str) and provider:
-            text = f"{text} [upstream: {provider}]"
-    return text
-
-
-def _count(owner: Mapping[str, Any], key: str, where: str) -> int | None:
-    value = owner.get(key)
-    if value is None:
-        return None
-    if type(value) is not int or not 0 <= value <= MAX_SAFE_INTEGER:
-        raise MalformedResponseError(f"Provider usage field {where}{key} is not a non-negative integer: {value!r}.")
-    return value
-
-
-def usage_from_wire(usage: Any, notes: Notes | None = None) -> Usage | None:
-    """Map a Chat Completions ``usage`` object to :class:`Usage`; ``None`` when the provider reported none.
-
-    ``cacheRead`` is ``prompt_tokens_details.cached_tokens``, else DeepSeek's ``prompt_cache_hit_tokens`` (only
-    when ``cached_tokens`` is absent); ``cacheWrite`` is ``prompt_tokens_details.cache_write_tokens``, else
-    ``cache_creation_input_tokens`` (in the details or at the top level); missing details count 0;
-    ``input = prompt_tokens - cacheRead - cacheWrite``. A usage object reporting neither ``prompt_tokens`` nor
-    ``completion_tokens`` is unknown. Non-integer or negative counts are malformed (never coerced).
-    """
-    if usage is None:
-        return None
-    if not isinstance(usage, dict):
-        raise MalformedResponseError("Provider usage is not an object.")
-    prompt = _count(usage, "prompt_tokens", "")
-    completion = _count(usage, "completion_tokens", "")
-    if prompt is None and completion is None:
-        return None
-    details = usage.get("prompt_tokens_details")
-    if details is None:
-        details = {}
-    elif not isinstance(details, dict):
-        raise MalformedResponseError("Provider usage prompt_tokens_details is not an object.")
-    cache_read = _count(details, "cached_tokens", "prompt_tokens_details.")
-    if cache_read is None:
-        cache_read = _count(usage, "prompt_cache_hit_tokens", "")
-    cache_write = _count(details, "cache_write_tokens", "prompt_tokens_details.")
-    if cache_write is None:
-        cache_write = _count(details, "cache_creation_input_tokens", "prompt_tokens_details.")
-    if cache_write is None:
-        cache_write = _count(usage, "cache_creation_input_tokens", "")
-    cache_read = cache_read or 0
-    cache_write = cache_write or 0
-    uncached = (prompt or 0) - cache_read - cache_write
-    if uncached < 0 and notes is not None:
-        notes.repair("usage_input_clamped")
-    return Usage(max(0, uncached), completion or 0, cache_read, cache_write)
-
-
-def _provider_cost(usage: Any) -> Decimal | None:
-    """OpenRouter's ``usage.cost``; ``None`` for BYOK requests, whose 0 is not what the user paid upstream."""
-    if not isinstance(usage, dict) or usage.get("is_byok") is True:
-        return None
-    cost = usage.get("cost")
-    if isinstance(cost, bool) or not isinstance(cost, int | float):
-        return None
-    try:
-        value = Decimal(str(cost))
-    except InvalidOperation:
-        return None
-    return value if value.is_finite() and value >= 0 else None
 
 
 def _content_from_parts(parts: list[Any], notes: Notes) -> str:
@@ -466,7 +317,7 @@ def normalize_response_body(
     notes = Notes()
     usage = usage_from_wire(value.get("usage"), notes)
     if value.get("error") is not None:
-        raise ProviderReportedError(f"The provider reported an error: {_error_message(value['error'])}", usage=usage)
+        raise ProviderReportedError(f"The provider reported an error: {error_message(value['error'])}", usage=usage)
     choices = value.get("choices")
     choice = choices[0] if isinstance(choices, list) and choices else None
     if not isinstance(choice, dict):
@@ -483,7 +334,7 @@ def normalize_response_body(
         notes,
         new_id,
         limits,
-        provider_cost=_provider_cost(value.get("usage")),
+        provider_cost=provider_cost(value.get("usage")),
         response_id=value.get("id"),
         model=value.get("model"),
     )
@@ -548,7 +399,7 @@ class StreamAccumulator:
         if event == "error":
             detail = data
             with contextlib.suppress(ValueError):
-                detail = _error_message(parse_json(data))
+                detail = error_message(parse_json(data))
             raise ProviderReportedError(f"The provider reported an error mid-stream: {detail}", usage=self._usage)
         chunk = load_json(data, f"Stream chunk {self._chunks + 1}")
         self._chunks += 1
@@ -563,7 +414,7 @@ class StreamAccumulator:
                 deltas.append(UsageReported(usage))
         if chunk.get("error") is not None:
             raise ProviderReportedError(
-                f"The provider reported an error mid-stream: {_error_message(chunk['error'])}",
+                f"The provider reported an error mid-stream: {error_message(chunk['error'])}",
                 usage=self._usage,
             )
         self._response_id = self._response_id or chunk.get("id")
@@ -735,7 +586,7 @@ class StreamAccumulator:
             self._notes,
             self._new_id,
             self._limits,
-            provider_cost=_provider_cost(self._usage_raw),
+            provider_cost=provider_cost(self._usage_raw),
             response_id=self._response_id,
             model=self._model,
         )
@@ -756,132 +607,56 @@ def normalize_sse_text(
     return accumulator.finish()
 
 
-_RETRY_IN = re.compile(r"(?:try again|retry) in\s+(?:(\d+)h)?(?:(\d+)m(?!s))?(?:([\d.]+)(ms|s))?", re.IGNORECASE)
+@dataclass(frozen=True)
+class ChatCompletionsAdapter:
+    """Chat Completions as a wire adapter (API kind ``openai-chat``), with the dialect's outbound repairs."""
+
+    kind: str = KIND
+    """See :data:`KIND`."""
+
+    def request_url(self, profile: ProviderProfile) -> str:
+        """``<base_url>/chat/completions``."""
+        return f"{profile.base_url}/chat/completions"
+
+    def request_headers(self, profile: ProviderProfile, api_key: str | None) -> dict[str, str]:
+        """The profile's extra headers and ``Authorization: Bearer <key>`` when a key is given."""
+        return profile.headers(api_key)
+
+    def build_body(
+        self,
+        profile: ProviderProfile,
+        model: str,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None,
+        extra: Mapping[str, Any] | None,
+        *,
+        state: ConversationState | None = None,
+    ) -> dict[str, Any]:
+        """See :func:`build_request_body` (the API keeps no server state: ``state`` is ignored)."""
+        return build_request_body(profile, model, messages, tools, extra)
+
+    def new_accumulator(self, limits: Limits, new_id: IdFactory = new_tool_call_id) -> StreamAccumulator:
+        """A fresh :class:`StreamAccumulator`."""
+        return StreamAccumulator(new_id=new_id, limits=limits)
+
+    def normalize_body(
+        self, body: bytes | str, limits: Limits = DEFAULT_LIMITS, new_id: IdFactory = new_tool_call_id
+    ) -> NormalizedResponse:
+        """See :func:`normalize_response_body`."""
+        return normalize_response_body(body, new_id=new_id, limits=limits)
+
+    def http_error(self, status: int, body: bytes | str, headers: Mapping[str, str] | None) -> ProviderHTTPError:
+        """See :func:`~tiny_agent_core.providers.http_errors.http_error`."""
+        return http_errors.http_error(status, body, headers)
+
+    def repair_request(self, body: Mapping[str, Any], dialect: Dialect) -> tuple[dict[str, Any], tuple[str, ...]]:
+        """See :func:`~tiny_agent_core.providers.openai_dialect.repair_request`."""
+        return openai_dialect.repair_request(body, dialect)
+
+    def fallback(self, error: ProviderError, body: Mapping[str, Any], dialect: Dialect) -> Dialect | None:
+        """See :func:`~tiny_agent_core.providers.openai_dialect.dialect_fallback`."""
+        return openai_dialect.dialect_fallback(error, body, dialect)
 
 
-def _retry_after_header(headers: Mapping[str, str]) -> float | None:
-    lowered = {key.lower(): value for key, value in headers.items()}
-    milliseconds = lowered.get("retry-after-ms")
-    if milliseconds:
-        try:
-            return max(0.0, float(milliseconds) / 1000)
-        except ValueError:
-            pass
-    value = lowered.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        moment = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    try:
-        reference = parsedate_to_datetime(lowered["date"]) if "date" in lowered else datetime.now(UTC)
-    except (TypeError, ValueError):
-        reference = datetime.now(UTC)
-    return max(0.0, (moment - reference).total_seconds())
-
-
-def _retry_after_body(payload: Any, text: str) -> float | None:
-    error = payload.get("error") if isinstance(payload, dict) else None
-    if isinstance(error, dict):
-        availability = error.get("availability")
-        if isinstance(availability, dict):
-            value = availability.get("retry_after")
-            if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
-                return float(value)
-    match = _RETRY_IN.search(text)
-    if not match or not any(match.groups()):
-        return None
-    hours, minutes, amount, unit = match.groups()
-    seconds = float(hours or 0) * 3600 + float(minutes or 0) * 60
-    if amount:
-        seconds += float(amount) / (1000 if unit == "ms" else 1)
-    return seconds
-
-
-_HTTP_CLASSES: dict[int, tuple[type[ProviderHTTPError], str]] = {
-    401: (AuthenticationError, "Check the API key for this provider in Settings."),
-    403: (
-        AuthenticationError,
-        "The key is not allowed to use this model or endpoint; check its permissions.",
-    ),
-    402: (PaymentRequiredError, "Add credits to your account with the provider, then retry."),
-    404: (ModelNotFoundError, "Check the model name and the base URL of this provider profile."),
-    408: (RateLimitError, "The provider timed out the request; retry."),
-    429: (RateLimitError, "The provider is rate-limiting you; wait and retry."),
-}
-
-
-_CONTEXT_OVERFLOW = re.compile(
-    r"maximum context length|context[ _]length[ _]exceeded|exceeds? (?:the )?(?:available )?context"
-    r"|exceed_context_size|context window|prompt is too long|too many tokens in the prompt",
-    re.IGNORECASE,
-)
-_CONTEXT_SIZE = re.compile(
-    r"(?:maximum context length|context window|context size|context length)\D{0,24}?(\d{3,9})", re.IGNORECASE
-)
-CONTEXT_ADVICE = (
-    "The conversation no longer fits the model's context window, so retrying fails the same way: compact the "
-    "session (Compact, Ctrl+Shift+K in the window) or start a new session."
-)
-"""The way out a :class:`~tiny_agent_core.errors.ContextLengthError` message ends with."""
-
-
-def _context_length_in(payload: Any, detail: str) -> int | None:
-    """The context window a context-overflow error names (llama.cpp ``error.n_ctx``, else a number in the text)."""
-    error = payload.get("error") if isinstance(payload, dict) else None
-    n_ctx = error.get("n_ctx") if isinstance(error, dict) else None
-    if type(n_ctx) is int and n_ctx > 0:
-        return n_ctx
-    match = _CONTEXT_SIZE.search(detail)
-    return int(match.group(1)) if match else None
-
-
-def context_length_error(
-    message: str, *, status: int, body: str = "", context_length: int | None = None
-) -> ContextLengthError:
-    """A :class:`~tiny_agent_core.errors.ContextLengthError` whose message ends with the way out."""
-    size = f" ({context_length:,} tokens)" if context_length else ""
-    advice = CONTEXT_ADVICE.replace("context window", f"context window{size}", 1)
-    return ContextLengthError(f"{message} — {advice}", status=status, body=body, context_length=context_length)
-
-
-def http_error(status: int, body: bytes | str, headers: Mapping[str, str] | None = None) -> ProviderHTTPError:
-    """The typed error for an HTTP error response (status ≥ 400), with the provider's own explanation.
-
-    ``retry_after`` comes from ``Retry-After``/``retry-after-ms`` headers, else from retry hints in the body
-    (OpenRouter ``error.availability.retry_after``, "try again in 20s" / "7m54.3s" / "120ms" texts). A
-    context-window overflow (400/413/422/500 saying "maximum context length", "exceeds the available context
-    size", "context window"…) is a :class:`~tiny_agent_core.errors.ContextLengthError` with the way out.
-    """
-    text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
-    try:
-        payload: Any = parse_json(text)
-    except ValueError:
-        payload = None
-    if isinstance(payload, dict) and payload.get("error") is not None:
-        detail = _error_message(payload["error"])
-    elif isinstance(payload, dict) and isinstance(payload.get("message") or payload.get("detail"), str):
-        detail = payload.get("message") or payload["detail"]
-    else:
-        detail = text.strip()[:500] or "(empty body)"
-    if status in (400, 413, 422, 500) and _CONTEXT_OVERFLOW.search(detail):
-        return context_length_error(
-            f"HTTP {status}: {detail}", status=status, body=text, context_length=_context_length_in(payload, detail)
-        )
-    retry_after = _retry_after_header(headers or {})
-    if retry_after is None:
-        retry_after = _retry_after_body(payload, detail)
-    if status in _HTTP_CLASSES:
-        cls, advice = _HTTP_CLASSES[status]
-    elif status >= 500:
-        cls, advice = ServerError, "The provider failed; retry later."
-    else:
-        cls, advice = ProviderHTTPError, "The provider rejected the request."
-    if retry_after is not None and cls is RateLimitError:
-        advice = f"Retry in {retry_after:g} s."
-    return cls(f"HTTP {status}: {detail} — {advice}", status=status, body=text, retry_after=retry_after)
+ADAPTER = ChatCompletionsAdapter()
+"""The adapter instance the API-kind registry holds."""

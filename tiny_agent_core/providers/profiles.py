@@ -1,6 +1,8 @@
-"""Provider profiles: where a Chat Completions endpoint lives and what it can do (SPEC §7).
+"""Provider profiles: where a provider's endpoint lives, which API kind it speaks and what it can do (SPEC §7).
 
-A :class:`ProviderProfile` is plain data: base URL, whether a key is needed, capability flags and extra headers.
+A :class:`ProviderProfile` is plain data: base URL, API kind (:mod:`~tiny_agent_core.providers.api_kinds`: the
+wire dialect, whose adapter builds the request URL, headers and body), whether a key is needed, capability flags
+and extra headers.
 :data:`PRESETS` has the providers users pick in Settings; :func:`custom_profile` makes one for any
 OpenAI-compatible base URL, and :func:`profile_for_base_url` recognises a preset from its URL (so
 ``tiny-agent chat --base-url https://openrouter.ai/api/v1`` still sends OpenRouter's attribution headers).
@@ -9,21 +11,21 @@ OpenAI-compatible base URL, and :func:`profile_for_base_url` recognises a preset
 server how many tokens the model's context window holds.
 
 Local servers (:attr:`ProviderProfile.is_local`: loopback, private and ``.local`` hosts, by the URL alone) get
-:data:`~tiny_agent_core.providers.openai_chat.LOCAL_DIALECT`, the request repairs llama.cpp-family servers need.
+:data:`~tiny_agent_core.providers.openai_dialect.LOCAL_DIALECT`, the request repairs llama.cpp-family servers need.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import httpx
 
 from tiny_agent_core.errors import MalformedResponseError, ProviderConfigurationError, ProviderError
 from tiny_agent_core.providers.locality import is_local_url
-from tiny_agent_core.providers.openai_chat import LOCAL_DIALECT, Dialect, http_error
+from tiny_agent_core.providers.openai_dialect import LOCAL_DIALECT, Dialect
 from tiny_agent_core.providers.results import MAX_RESPONSE_BYTES, parse_json
 from tiny_agent_core.providers.transport import (
     Deadline,
@@ -33,6 +35,9 @@ from tiny_agent_core.providers.transport import (
     translate_transport_errors,
 )
 
+if TYPE_CHECKING:
+    from tiny_agent_core.providers.api_kinds import WireAdapter
+
 APP_URL = "https://github.com/tiny-agent/tiny-agent-desktop"
 """Sent as OpenRouter's ``HTTP-Referer`` attribution header."""
 APP_TITLE = "tiny-agent desktop"
@@ -41,14 +46,14 @@ APP_TITLE = "tiny-agent desktop"
 
 @dataclass(frozen=True)
 class ProviderProfile:
-    """How to talk to one OpenAI-compatible Chat Completions provider."""
+    """How to talk to one provider: where it is, which API kind it speaks, what it can do."""
 
     id: str
     """Stable machine name (``"openai"``, ``"ollama"``, ``"custom"``…)."""
     name: str
     """What Settings shows."""
     base_url: str
-    """Everything before ``/chat/completions``, without a trailing slash."""
+    """Everything before the API's own path (``/chat/completions``, ``/messages``…), without a trailing slash."""
     key_required: bool = True
     """The provider rejects requests without an API key (local servers usually do not need one)."""
     key_env: str | None = None
@@ -71,16 +76,17 @@ class ProviderProfile:
     """What the server needs of a request beyond the OpenAI API (the outbound repairs); learned ones are added."""
     context_length: int | None = None
     """The model's context window in tokens when the user set it (else :func:`context_length` asks the server)."""
+    api: str = "openai-chat"
+    """The API kind (wire dialect) of the endpoint, a key of :data:`~tiny_agent_core.providers.api_kinds.API_KINDS`;
+    :attr:`dialect` applies to ``openai-chat`` only."""
+    server_state: bool = False
+    """Let the server keep the conversation and send only new messages (``openai-responses``
+    ``previous_response_id`` chaining); off: every request carries the whole transcript."""
 
     @property
     def is_local(self) -> bool:
         """The server is on this machine or the local network (no API charge; see :mod:`.locality`)."""
         return is_local_url(self.base_url)
-
-    @property
-    def chat_url(self) -> str:
-        """``<base_url>/chat/completions``."""
-        return f"{self.base_url}/chat/completions"
 
     @property
     def models_url(self) -> str:
@@ -92,8 +98,8 @@ class ProviderProfile:
         return replace(self, base_url=normalize_base_url(base_url))
 
     def headers(self, api_key: str | None) -> dict[str, str]:
-        """Request headers: extras, and ``Authorization: Bearer <key>`` when a key is given (see
-        :func:`check_api_key`)."""
+        """Extras, and ``Authorization: Bearer <key>`` when a key is given (see :func:`check_api_key`): the headers
+        of the OpenAI-style API kinds (an adapter's ``request_headers`` decides what its requests send)."""
         out = dict(self.extra_headers)
         if api_key:
             out["Authorization"] = f"Bearer {check_api_key(api_key)}"
@@ -113,11 +119,17 @@ def check_api_key(api_key: str) -> str:
     return key
 
 
+_ENDPOINT_SUFFIXES = ("/chat/completions", "/messages", "/responses")
+"""Request paths of the API kinds, which users sometimes paste as part of the base URL."""
+
+
 def normalize_base_url(base_url: str) -> str:
-    """Strip whitespace, a trailing slash and an accidental ``/chat/completions`` suffix."""
+    """Strip whitespace, a trailing slash and an accidental endpoint suffix (``/chat/completions``, ``/messages``,
+    ``/responses``)."""
     url = base_url.strip().rstrip("/")
-    if url.endswith("/chat/completions"):
-        url = url[: -len("/chat/completions")]
+    for suffix in _ENDPOINT_SUFFIXES:
+        if url.endswith(suffix):
+            return url[: -len(suffix)]
     return url
 
 
@@ -125,6 +137,17 @@ PRESETS: dict[str, ProviderProfile] = {
     profile.id: profile
     for profile in (
         ProviderProfile("openai", "OpenAI", "https://api.openai.com/v1", key_env="OPENAI_API_KEY"),
+        ProviderProfile(
+            "openai-responses",
+            "OpenAI (Responses)",
+            "https://api.openai.com/v1",
+            key_env="OPENAI_API_KEY",
+            api="openai-responses",
+        ),
+        # Its adapter sends the x-api-key and anthropic-version headers.
+        ProviderProfile(
+            "anthropic", "Anthropic", "https://api.anthropic.com/v1", key_env="ANTHROPIC_API_KEY", api="anthropic"
+        ),
         ProviderProfile(
             "openrouter",
             "OpenRouter",
@@ -192,6 +215,14 @@ def parse_model_list(body: bytes | str) -> list[str]:
     return sorted(ids)
 
 
+def _adapter(profile: ProviderProfile) -> WireAdapter:
+    """The adapter of the profile's API kind (imported here: the adapters' registry imports the adapter modules,
+    which may refer to this one)."""
+    from tiny_agent_core.providers.api_kinds import adapter_for
+
+    return adapter_for(profile.api)
+
+
 async def _fetch(
     client: httpx.AsyncClient,
     profile: ProviderProfile,
@@ -203,14 +234,15 @@ async def _fetch(
 ) -> tuple[httpx.Response, bytes, bool]:
     """One GET (POST with ``payload``) bounded by ``timeouts`` and ``limit``: the response, up to ``limit`` bytes of
     its body and whether that is all of it (:func:`~tiny_agent_core.providers.transport.read_body`). Transport
-    failures are typed errors."""
+    failures are typed errors. The headers are those of the profile's API kind."""
+    headers = _adapter(profile).request_headers(profile, api_key)
     with translate_transport_errors(profile.base_url, timeouts):
         deadline = Deadline(profile.base_url, timeouts.total)
         request = client.build_request(
             "POST" if payload is not None else "GET",
             url,
             json=payload,
-            headers=profile.headers(api_key),
+            headers=headers,
             timeout=timeouts.to_httpx(),
         )
         response = await deadline.within(client.send(request, stream=True))
@@ -238,7 +270,7 @@ async def list_models(
     timeouts = timeouts or Timeouts(connect=10.0, read=15.0, write=15.0, pool=10.0, total=60.0)
     response, body, complete = await _fetch(client, profile, api_key, profile.models_url, timeouts, MAX_RESPONSE_BYTES)
     if response.status_code >= 400:
-        raise http_error(response.status_code, body, response.headers)
+        raise _adapter(profile).http_error(response.status_code, body, response.headers)
     if not complete:
         raise body_too_large(profile.base_url, MAX_RESPONSE_BYTES)
     return parse_model_list(body)

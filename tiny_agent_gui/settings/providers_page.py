@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from tiny_agent_core.errors import SecretStoreError, SettingsError, TinyAgentError
-from tiny_agent_core.providers.openai_chat import Dialect
+from tiny_agent_core.providers.openai_dialect import Dialect
 from tiny_agent_core.providers.profiles import PRESETS, normalize_base_url
 from tiny_agent_core.secrets import KeyStore
 from tiny_agent_core.settings import CUSTOM, AppSettings, ProfileConfig

@@ -14,7 +14,7 @@ from tiny_agent_core.agent import events
 from tiny_agent_core.agent.context import PromptMeasure, answer_room, prompt_floor, request_bytes
 from tiny_agent_core.agent.loop import configuration_differences
 from tiny_agent_core.errors import ContextLengthError, EmptyResponseError
-from tiny_agent_core.providers.openai_chat import Dialect
+from tiny_agent_core.providers.openai_dialect import Dialect
 
 
 def _of(harness: Harness, kind: type[Any]) -> list[Any]:

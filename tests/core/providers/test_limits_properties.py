@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tiny_agent_core.errors import ResponseTooLargeError
-from tiny_agent_core.providers.openai_chat import StreamAccumulator, http_error
+from tiny_agent_core.providers.http_errors import http_error
+from tiny_agent_core.providers.openai_chat import StreamAccumulator
 from tiny_agent_core.providers.results import MAX_JSON_DEPTH, MAX_JSON_VALUES, parse_json
 from tiny_agent_core.providers.transport import StreamGuard
 

@@ -24,15 +24,9 @@ from tiny_agent_core.errors import (
     ServerError,
 )
 from tiny_agent_core.providers.client import ChatCompleted, ProviderClient
-from tiny_agent_core.providers.openai_chat import (
-    LOCAL_DIALECT,
-    OUTBOUND_REPAIRS,
-    Dialect,
-    http_error,
-    normalize_response_body,
-    normalize_sse_text,
-    repair_request,
-)
+from tiny_agent_core.providers.http_errors import http_error
+from tiny_agent_core.providers.openai_chat import normalize_response_body, normalize_sse_text
+from tiny_agent_core.providers.openai_dialect import LOCAL_DIALECT, OUTBOUND_REPAIRS, Dialect, repair_request
 from tiny_agent_core.providers.profiles import (
     PRESETS,
     ProviderProfile,

@@ -20,10 +20,10 @@ from tiny_agent_core.errors import (
     RateLimitError,
     ServerError,
 )
+from tiny_agent_core.providers.http_errors import http_error
 from tiny_agent_core.providers.openai_chat import (
     REPAIRS,
     StreamAccumulator,
-    http_error,
     normalize_response_body,
     normalize_sse_text,
 )

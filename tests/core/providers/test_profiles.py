@@ -8,7 +8,9 @@ import pytest
 from tests.core.providers.support import TEST_KEY, run_chat
 from tests.loopback import LoopbackServer, Reply, free_port_url, sse_events
 from tiny_agent_core.errors import AuthenticationError, MalformedResponseError, ProviderConnectionError
-from tiny_agent_core.providers.client import ProviderClient, build_request_body
+from tiny_agent_core.providers.api_kinds import API_KINDS
+from tiny_agent_core.providers.client import ProviderClient
+from tiny_agent_core.providers.openai_chat import build_request_body
 from tiny_agent_core.providers.profiles import (
     PRESETS,
     custom_profile,
@@ -22,7 +24,7 @@ DONE = sse_events([{"id": "c", "choices": [{"index": 0, "delta": {"content": "ok
 
 
 def test_presets() -> None:
-    expected = {"openai", "openrouter", "deepseek", "groq", "mistral", "together"}
+    expected = {"openai", "openai-responses", "anthropic", "openrouter", "deepseek", "groq", "mistral", "together"}
     local = {"ollama", "lmstudio", "vllm", "llamacpp"}
     assert set(PRESETS) == expected | local
     for name in expected:
@@ -35,17 +37,31 @@ def test_presets() -> None:
     for profile in PRESETS.values():
         assert not profile.base_url.endswith("/")
         assert "Authorization" not in profile.extra_headers
+        assert profile.api in API_KINDS or profile.api in ("anthropic", "openai-responses")
+    assert (PRESETS["anthropic"].api, PRESETS["anthropic"].key_env) == ("anthropic", "ANTHROPIC_API_KEY")
+    assert PRESETS["anthropic"].base_url == "https://api.anthropic.com/v1"
+    assert PRESETS["anthropic"].models_endpoint
+    assert (PRESETS["openai-responses"].api, PRESETS["openai-responses"].base_url) == (
+        "openai-responses",
+        "https://api.openai.com/v1",
+    )
+    assert PRESETS["openai"].api == "openai-chat"
 
 
 def test_base_url_handling() -> None:
     assert normalize_base_url(" http://h:1/v1/ ") == "http://h:1/v1"
     assert normalize_base_url("http://h/v1/chat/completions") == "http://h/v1"
+    assert normalize_base_url("https://api.anthropic.com/v1/messages") == "https://api.anthropic.com/v1"
+    assert normalize_base_url("https://api.openai.com/v1/responses/") == "https://api.openai.com/v1"
+    assert profile_for_base_url("https://api.openai.com/v1").id == "openai"
     assert profile_for_base_url("https://openrouter.ai/api/v1/").id == "openrouter"
     assert profile_for_base_url("http://localhost:11434/v1").id == "ollama"
     custom = profile_for_base_url("http://10.0.0.5:8000/v1")
     assert custom.id == "custom"
     assert not custom.key_required
-    assert custom.chat_url == "http://10.0.0.5:8000/v1/chat/completions"
+    assert custom.api == "openai-chat"
+    assert API_KINDS[custom.api].request_url(custom) == "http://10.0.0.5:8000/v1/chat/completions"
+    assert custom.models_url == "http://10.0.0.5:8000/v1/models"
 
 
 def test_request_body_follows_flags() -> None:
