@@ -56,7 +56,7 @@ import httpx
 from httpx_sse import EventSource
 
 from tiny_agent_core.errors import ProviderConfigurationError, ProviderError, ProviderHTTPError
-from tiny_agent_core.providers import openai_chat
+from tiny_agent_core.providers import anthropic, openai_chat
 from tiny_agent_core.providers.results import (
     DEFAULT_LIMITS,
     ConversationState,
@@ -170,6 +170,7 @@ DEFAULT_API = openai_chat.ADAPTER.kind
 API_KINDS: dict[str, WireAdapter] = {
     openai_chat.ADAPTER.kind: openai_chat.ADAPTER,
     # --- other API kinds register here, one line each (anthropic, openai-responses) ---
+    anthropic.ADAPTER.kind: anthropic.ADAPTER,
 }
 """Every API kind this client speaks, by name."""
 
