@@ -85,7 +85,6 @@ from httpx_sse import EventSource
 from tiny_agent_core.errors import (
     AuthenticationError,
     ContentFilteredError,
-    ContextLengthError,
     EmptyStreamError,
     MalformedResponseError,
     ModelNotFoundError,
@@ -96,6 +95,7 @@ from tiny_agent_core.errors import (
     RateLimitError,
     ServerError,
 )
+from tiny_agent_core.providers.http_errors import context_length_error, is_context_overflow, retry_after_header
 from tiny_agent_core.providers.results import (
     DEFAULT_LIMITS,
     IdFactory,
@@ -728,25 +728,11 @@ _ADVICE: dict[int, tuple[type[ProviderHTTPError], str]] = {
     429: (RateLimitError, "Anthropic is rate-limiting this key; wait and retry."),
     529: (ServerError, "Anthropic's API is temporarily overloaded; retry in a moment."),
 }
+"""Anthropic's statuses, typed as :func:`~tiny_agent_core.providers.http_errors.status_error` types them, with
+Anthropic's own ways out (and 529, which only Anthropic sends)."""
 
-_PROMPT_TOO_LONG = re.compile(r"prompt is too long|input is too long|context window|exceeds? .*context", re.I)
-_MAXIMUM = re.compile(r">\s*(\d{3,9})\s*maximum", re.I)
-_CONTEXT_ADVICE = (
-    "The conversation no longer fits the model's context window{size}, so retrying fails the same way: compact the "
-    "session (Compact, Ctrl+Shift+K in the window) or start a new session."
-)
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    lowered = {key.lower(): value for key, value in headers.items()}
-    value = lowered.get("retry-after")
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        return None
-    return seconds if 0 <= seconds < float("inf") else None
+_MAXIMUM = re.compile(r">\s*(\d{3,9})\s*maximum", re.IGNORECASE)
+"""The window in Anthropic's overflow text: ``prompt is too long: 191989 tokens > 180000 maximum``."""
 
 
 def _error_parts(payload: Any, text: str) -> tuple[str | None, str]:
@@ -764,13 +750,10 @@ def _error_parts(payload: Any, text: str) -> tuple[str | None, str]:
 
 
 def _typed(status: int, label: str, detail: str, *, body: str, retry_after: float | None) -> ProviderHTTPError:
-    if status in (400, 413) and _PROMPT_TOO_LONG.search(detail):
+    if is_context_overflow(status, detail):
         match = _MAXIMUM.search(detail)
         window = int(match.group(1)) if match else None
-        size = f" ({window:,} tokens)" if window else ""
-        return ContextLengthError(
-            f"{label}: {detail} — {_CONTEXT_ADVICE.format(size=size)}", status=status, body=body, context_length=window
-        )
+        return context_length_error(f"{label}: {detail}", status=status, body=body, context_length=window)
     if status in _ADVICE:
         cls, advice = _ADVICE[status]
     elif status >= 500:
@@ -785,7 +768,8 @@ def _typed(status: int, label: str, detail: str, *, body: str, retry_after: floa
 def http_error(status: int, body: bytes | str, headers: Mapping[str, str] | None = None) -> ProviderHTTPError:
     """The typed error for an HTTP error response (status ≥ 400), with Anthropic's own explanation.
 
-    ``retry_after`` comes from the ``retry-after`` header (seconds). See the module docstring for the mapping.
+    ``retry_after`` comes from the ``retry-after`` header (:func:`~.http_errors.retry_after_header`). See the module
+    docstring for the mapping.
     """
     text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
     try:
@@ -793,7 +777,7 @@ def http_error(status: int, body: bytes | str, headers: Mapping[str, str] | None
     except ValueError:
         payload = None
     kind, detail = _error_parts(payload, text)
-    retry_after = _retry_after(headers or {})
+    retry_after = retry_after_header(headers or {})
     label = f"HTTP {status}" + (f" {kind}" if kind else "")
     return _typed(status, label, detail, body=text, retry_after=retry_after)
 
