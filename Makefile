@@ -36,10 +36,16 @@ typecheck: test-venv
 contracts: test-venv
 	$(BIN)/lint-imports
 
-pytest: test-venv
-	$(BIN)/python -m pytest -q
+# The suite runs on PYTEST_WORKERS processes (pytest-xdist; `auto` = one per core). Tests that must share a worker
+# say so with @pytest.mark.xdist_group; `make pytest PYTEST_WORKERS=0` runs everything in this one process.
+PYTEST_WORKERS ?= auto
 
-test: lint typecheck contracts pytest
+pytest: test-venv
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup
+
+# The static checks run beside the tests; each target's output is printed in one piece when it ends.
+test: test-venv
+	$(MAKE) --no-print-directory -j4 --output-sync=target lint typecheck contracts pytest
 
 # The double-click app: dist/tiny-agent-desktop/ and its tarball (packaging/README.md).
 bundle:

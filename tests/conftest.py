@@ -1,13 +1,73 @@
-"""Root test configuration: Qt always runs offscreen (without a display Qt aborts the interpreter)."""
+"""Root test configuration: Qt runs offscreen, and every test gets its own app folders and keyring.
+
+Isolation (autouse, :func:`app_folders`): each test runs with ``TINY_AGENT_DATA_DIR``, ``TINY_AGENT_CONFIG_DIR`` and
+``TINY_AGENT_LOG_DIR`` pointing into a fresh temporary folder, and the XDG base folders (data, config, cache, state)
+moved there too, so no test reads or writes the user's index, settings, logs or caches — nor another test's, which
+is what lets the suite run in parallel (``pytest -n``). The folders are not created: code that needs one makes it,
+as it would on a first start. A test that wants a folder of its own still sets the variable (``monkeypatch.setenv``
+wins for that test). A test that needs the paths asks for the ``app_folders`` fixture.
+
+The keyring (autouse, :func:`_no_os_keyring`) is keyring's ``fail`` backend, what a headless machine has: no test
+can read or write the OS keyring by accident (CI runs the suite with a real Secret Service). Tests that want a
+working keyring install an in-memory one (``tests/core/test_secrets.py``: ``memory_keyring``); the one test of the
+real Secret Service is marked ``os_keyring`` and keeps the backend keyring discovers.
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 
 # Imported now, not lazily by hypothesis's pytest plugin at session end: on CPython 3.11 the AST constructor's
 # recursion bookkeeping is shared between threads (fixed in later CPython), and a late import that pytest
 # rewrites (ast.parse) while a test's helper thread winds down can fail with "AST constructor recursion depth
 # mismatch".
 import hypothesis  # noqa: F401
+import keyring
+import pytest
+from keyring.backends import fail
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+@dataclass(frozen=True, slots=True)
+class AppFolders:
+    """The folders one test's app uses (none exists until the code under test creates it)."""
+
+    data: Path
+    """``TINY_AGENT_DATA_DIR``: the index database and the default workspace."""
+    config: Path
+    """``TINY_AGENT_CONFIG_DIR``: settings, tool settings, price overrides."""
+    logs: Path
+    """``TINY_AGENT_LOG_DIR``: the GUI's log file."""
+    xdg: Path
+    """The XDG base folders (``data``, ``config``, ``cache``, ``state`` under it)."""
+
+
+@pytest.fixture(autouse=True)
+def app_folders(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> AppFolders:
+    """Point every app folder of this test into a fresh temporary folder (see the module docstring)."""
+    root = tmp_path_factory.mktemp("app")
+    folders = AppFolders(data=root / "data", config=root / "config", logs=root / "logs", xdg=root / "xdg")
+    monkeypatch.setenv("TINY_AGENT_DATA_DIR", str(folders.data))
+    monkeypatch.setenv("TINY_AGENT_CONFIG_DIR", str(folders.config))
+    monkeypatch.setenv("TINY_AGENT_LOG_DIR", str(folders.logs))
+    for kind in ("data", "config", "cache", "state"):
+        monkeypatch.setenv(f"XDG_{kind.upper()}_HOME", str(folders.xdg / kind))
+    return folders
+
+
+@pytest.fixture(autouse=True)
+def _no_os_keyring(request: pytest.FixtureRequest) -> Iterator[None]:
+    """keyring's ``fail`` backend for the test, unless it is marked ``os_keyring`` (see the module docstring)."""
+    if request.node.get_closest_marker("os_keyring") is not None:
+        yield
+        return
+    previous = keyring.get_keyring()
+    keyring.set_keyring(fail.Keyring())
+    try:
+        yield
+    finally:
+        keyring.set_keyring(previous)

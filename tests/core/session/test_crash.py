@@ -161,10 +161,11 @@ def test_sigkill_at_random_moments_loses_no_committed_transaction(tmp_path: Path
 
 
 CONTENDER = r"""
-import json, sys, time
+import json, sys
 from tiny_agent_core.errors import SessionLockedError
 from tiny_agent_core.session import SessionStore, facts
 path = sys.argv[1]
+print("ready", flush=True)  # imported: the race starts at "go", not at interpreter start-up
 sys.stdin.readline()  # wait for "go"
 try:
     store = SessionStore.open(path)
@@ -173,7 +174,7 @@ except SessionLockedError as error:
     sys.exit(0)
 store.append(facts.user_entry("from " + sys.argv[2]))
 print(json.dumps({"result": "wrote"}), flush=True)
-time.sleep(1.0)
+sys.stdin.readline()  # hold the lock until the test has seen both answers ("done", or end of input)
 store.close()
 """
 
@@ -191,7 +192,9 @@ def test_two_processes_contend_for_one_session_and_exactly_one_writes(tmp_path: 
         )
         for name in ("a", "b")
     ]
-    time.sleep(0.5)  # both interpreters are up and waiting
+    for process in contenders:  # both interpreters are up and waiting
+        assert process.stdout is not None
+        assert process.stdout.readline() == "ready\n", process.communicate(timeout=30)
     for process in contenders:
         assert process.stdin is not None
         process.stdin.write("go\n")
@@ -203,7 +206,7 @@ def test_two_processes_contend_for_one_session_and_exactly_one_writes(tmp_path: 
     # While the winner holds the lock, reading works.
     with SessionStore.open(path, read_only=True) as reader:
         assert reader.state.fact_count in (0, 1)
-    outputs = [process.communicate(timeout=30) for process in contenders]
+    outputs = [process.communicate("done\n", timeout=30) for process in contenders]
     assert [process.returncode for process in contenders] == [0, 0], outputs
     assert sorted(line["result"] for line in lines) == ["locked", "wrote"]
     assert "open for writing elsewhere" in next(line["message"] for line in lines if line["result"] == "locked")
