@@ -22,6 +22,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 
 from tiny_agent_core.errors import LedgerError
 from tiny_agent_core.ledger import connect, default_workspace, scan_workspace
+from tiny_agent_core.mcp.app_catalog import app_catalog_path
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.secrets import KeyStore
 from tiny_agent_core.settings import AppSettings, config_dir
@@ -46,7 +47,9 @@ def make_services(client: ProviderClient) -> Services:
         path = Path(folder)
         if path.is_dir():
             scan_workspace(ledger, path)
-    return Services(client, ledger, settings, KeyStore(), ToolSettings.load(config_dir()))
+    return Services(
+        client, ledger, settings, KeyStore(), ToolSettings.load(config_dir()), mcp_catalog=app_catalog_path()
+    )
 
 
 def attach_settings_dialog(window: MainWindow) -> None:
@@ -60,6 +63,7 @@ def attach_settings_dialog(window: MainWindow) -> None:
             services.keys,
             ProviderCalls.over_http(services.client.http),
             parent=window,
+            mcp_catalog=services.mcp_catalog,
         )
         dialog.settingsSaved.connect(window.settings_saved)
         dialog.open()
@@ -69,6 +73,8 @@ def attach_settings_dialog(window: MainWindow) -> None:
             dialog.show_provider(request.profile_id)
         elif request.price_for is not None:
             dialog.price_for(*request.price_for)
+        elif request.mcp and dialog.mcp is not None:
+            dialog.show_tab(dialog.MCP)
 
     window.set_settings_opener(open_dialog)
 

@@ -14,6 +14,11 @@ through ``load_captures`` when the Step or Wire tab is first shown for that step
 (:mod:`tiny_agent_core.wire_view`), never parsed here. Every text wraps; Ctrl+F searches the section shown. A click
 (or Enter) on a waterfall row shows what it stands for and emits :attr:`InspectorPane.row_requested` so the window
 can select it in the transcript; "Waterfall" (or Esc) goes back.
+
+A call of an MCP tool (``mcp:<alias>/<tool>``) also has an MCP tab: the server's alias and kind (stdio or HTTP),
+the tool, the duration, and the raw ``tools/call`` request and the server's response as JSON trees, as the window
+kept them (:class:`~tiny_agent_core.mcp.exchanges.McpExchange`, through ``load_exchange``: bounded, masked, only for
+calls made in this window; a reopened session's call says the exchange was not kept).
 """
 
 from __future__ import annotations
@@ -40,6 +45,8 @@ from PySide6.QtWidgets import (
 )
 
 from tiny_agent_core.agent.events import StepFinished
+from tiny_agent_core.mcp.exchanges import McpExchange
+from tiny_agent_core.mcp.names import display_name, parse_function_name
 from tiny_agent_core.timeline import AssistantItem, CompactionItem, NoticeItem, StepInfo, Timeline, ToolItem, UserItem
 from tiny_agent_core.wire_view import CaptureAnswer, capture_answer, capture_text, capture_values, curl_command
 from tiny_agent_gui.json_tree import JsonTree
@@ -49,6 +56,9 @@ from tiny_agent_gui.waterfall import WaterfallPane
 
 CaptureLoader = Callable[[str], Sequence[Any]]
 """``attempt id → stored captures`` (e.g. ``lambda a: ledger.raw_captures(conn, a)``)."""
+
+ExchangeLoader = Callable[[str], McpExchange | None]
+"""``call id → the raw MCP exchange`` the window kept for it (``McpExchanges.get``), or ``None``."""
 
 UNKNOWN = "unknown"
 NOT_RECORDED = "not recorded"
@@ -165,6 +175,34 @@ def tool_text(item: ToolItem) -> str:
     return "\n".join(lines)
 
 
+def mcp_text(item: ToolItem, exchange: McpExchange | None) -> str:
+    """The MCP call's server, kind, tool and duration as ``label: value`` lines ("" for a tool that is not MCP)."""
+    parsed = parse_function_name(item.name)
+    if parsed is None:
+        return ""
+    alias, tool = parsed
+    if exchange is None:
+        return "\n".join(
+            [
+                f"tool: {display_name(alias, tool)}",
+                f"server: {alias}",
+                f"kind: {UNKNOWN}",
+                f"duration: {_ms(item.duration_ms) if item.started_at is not None else '—'}",
+                "raw exchange: not kept (only calls made in this window keep their raw request and response)",
+            ]
+        )
+    lines = [
+        f"tool: {exchange.display_name}",
+        f"server: {exchange.alias}",
+        f"kind: {'Streamable HTTP' if exchange.kind == 'http' else 'stdio (local program)'}",
+        f"started: {_time(exchange.started_at_ms)}",
+        f"duration: {exchange.duration_ms} ms",
+    ]
+    if exchange.error is not None:
+        lines.append(f"no result: {exchange.error}")
+    return "\n".join(lines)
+
+
 def _mono_box(name: str) -> QPlainTextEdit:
     box = QPlainTextEdit()
     box.setReadOnly(True)
@@ -190,12 +228,14 @@ class InspectorPane(QWidget):
         *,
         timeline: Timeline | None = None,
         load_captures: CaptureLoader | None = None,
+        load_exchange: ExchangeLoader | None = None,
     ) -> None:
         """An inspector showing the waterfall of ``timeline`` (empty without one)."""
         super().__init__(parent)
         self.setAccessibleName("Inspector")
         self._timeline: Timeline | None = None
         self._load_captures = load_captures
+        self._load_exchange = load_exchange
         self._item: object = None
         self._raw_attempt: str | None = None
         self._raw_loaded_for: str | None = None
@@ -279,6 +319,23 @@ class InspectorPane(QWidget):
         self.wire.setAccessibleName("Raw wire")
         self.wire.addWidget(request_page)
         self.wire.addWidget(response_page)
+        self.mcp_summary = _mono_box("MCP call")
+        self.mcp_request = JsonTree("MCP request as a tree")
+        self.mcp_response = JsonTree("MCP response as a tree")
+        self.mcp = QSplitter(Qt.Orientation.Vertical)
+        """An MCP call: server, kind, tool, duration, the raw request and response."""
+        self.mcp.setAccessibleName("MCP call")
+        self.mcp.addWidget(self.mcp_summary)
+        for tree, label in (
+            (self.mcp_request, "Request (tools/call params)"),
+            (self.mcp_response, "Response (as the server sent it)"),
+        ):
+            part = QWidget()
+            part_layout = QVBoxLayout(part)
+            part_layout.setContentsMargins(0, 0, 0, 0)
+            part_layout.addWidget(QLabel(label))
+            part_layout.addWidget(tree, 1)
+            self.mcp.addWidget(part)
         self._pages: dict[str, QWidget] = {}
         for widget, label in (
             (self.overview, "Overview"),
@@ -287,6 +344,7 @@ class InspectorPane(QWidget):
             (self.changes, "Changes"),
             (self.step, "Step"),
             (self.wire, "Wire"),
+            (self.mcp, "MCP"),
         ):
             self.tabs.addTab(widget, label)
             self._pages[label] = widget
@@ -385,10 +443,18 @@ class InspectorPane(QWidget):
         step: StepInfo | None = None
         overview = ""
         markdown = False
-        for box in (self.arguments, self.result, self.changes, self.step, self.request, self.response):
+        for box in (
+            self.arguments,
+            self.result,
+            self.changes,
+            self.step,
+            self.request,
+            self.response,
+            self.mcp_summary,
+        ):
             box.clear()
-        self.request_tree.set_value(None)
-        self.response_tree.set_value(None)
+        for tree in (self.request_tree, self.response_tree, self.mcp_request, self.mcp_response):
+            tree.set_value(None)
         if isinstance(item, ToolItem):
             self.title.setText(f"Tool call: {item.summary}")
             overview = tool_text(item)
@@ -399,6 +465,7 @@ class InspectorPane(QWidget):
             if diff is not None:
                 self.changes.setPlainText(diff.text)
                 tint_diff(self.changes.document())
+            self._show_mcp(item)
             step = self._timeline.step(item.step_id) if self._timeline is not None else None
         elif isinstance(item, AssistantItem):
             self.title.setText(f"Step: {item.step.model} — {item.step.stop_reason or item.step.status}")
@@ -434,6 +501,7 @@ class InspectorPane(QWidget):
             ("Changes", is_tool and not self.changes.document().isEmpty()),
             ("Step", step is not None),
             ("Wire", step is not None),
+            ("MCP", is_tool and not self.mcp_summary.document().isEmpty()),
         ):
             self.tabs.setTabVisible(self.tabs.indexOf(self._pages[label]), shown)
         if not self.tabs.isTabVisible(self.tabs.currentIndex()):
@@ -443,6 +511,28 @@ class InspectorPane(QWidget):
         self._captures = []
         self.curl.setEnabled(False)
         self._tab_changed(self.tabs.currentIndex())
+
+    def set_exchange_loader(self, load_exchange: ExchangeLoader | None) -> None:
+        """Look up MCP calls' raw exchanges with ``load_exchange`` from now on."""
+        self._load_exchange = load_exchange
+
+    def show_mcp(self) -> None:
+        """Bring the MCP tab forward (when the shown call is an MCP call)."""
+        if self.tabs.isTabVisible(self.tabs.indexOf(self.mcp)):
+            self.tabs.setCurrentWidget(self.mcp)
+
+    def _show_mcp(self, item: ToolItem) -> None:
+        """Fill the MCP tab for an MCP call (left empty, so hidden, for any other tool)."""
+        if parse_function_name(item.name) is None:
+            return
+        exchange = self._load_exchange(item.call_id) if self._load_exchange is not None else None
+        self.mcp_summary.setPlainText(mcp_text(item, exchange))
+        if exchange is not None:
+            request = exchange.request_value()
+            response = exchange.response_value()
+            self.mcp_request.set_value(request if request is not None else exchange.request)
+            if response is not None or exchange.response:
+                self.mcp_response.set_value(response if response is not None else exchange.response)
 
     def note_step(self, event: StepFinished) -> None:
         """Keep what only the live step says (its outbound repairs and context window) for the Step tab."""

@@ -42,6 +42,8 @@ from tiny_agent_core.ledger import IndexConnection, default_workspace, raw_captu
 from tiny_agent_core.ledger.index import SessionSummary
 from tiny_agent_core.ledger.paths import data_dir
 from tiny_agent_core.local_servers import LocalServer, detect_local_servers
+from tiny_agent_core.mcp.app_servers import AppServers
+from tiny_agent_core.mcp.errors import McpConnectError, McpError, connect_advice
 from tiny_agent_core.model_catalog import ModelEntry, recovery_conflict
 from tiny_agent_core.pricing import Overrides
 from tiny_agent_core.providers.client import ProviderClient
@@ -99,6 +101,8 @@ class Services:
     ask_context: bool = True
     """Ask the server for the model's context window when a profile, model or session is chosen (tests whose
     loopback server answers a script of replies turn it off)."""
+    mcp_catalog: Path | None = None
+    """The app's MCP catalog file (``app_catalog_path()`` in the app); ``None``: no MCP servers."""
 
 
 LEARNED_WORDS = {
@@ -128,6 +132,8 @@ class SettingsRequest:
     """Add a profile for this preset, select it and focus its key field."""
     price_for: tuple[str, str] | None = None
     """``(provider, model)``: open the price override for them (from the cost view's "set a price")."""
+    mcp: bool = False
+    """Open on the MCP tab (from a banner about a server that could not be connected)."""
 
 
 def _focusable_in_chain_order(pane: QWidget) -> list[QWidget]:
@@ -161,6 +167,7 @@ class MainWindow(QMainWindow):
             price_overrides=self._price_overrides,
             max_steps=lambda: self.services.settings.max_steps,
             network=self.services.settings.network_allowed,
+            mcp=AppServers(services.mcp_catalog, keys=services.keys) if services.mcp_catalog is not None else None,
             parent=self,
         )
         self.catalog = ModelCatalog(
@@ -203,7 +210,10 @@ class MainWindow(QMainWindow):
         self.transcript = TranscriptView()
         self.transcript.setAccessibleName("Transcript")
         self.composer = Composer()
-        self.inspector = InspectorPane(load_captures=lambda attempt_id: raw_captures(self.services.ledger, attempt_id))
+        self.inspector = InspectorPane(
+            load_captures=lambda attempt_id: raw_captures(self.services.ledger, attempt_id),
+            load_exchange=self.controller.mcp.exchanges.get if self.controller.mcp is not None else None,
+        )
 
         self.session_title = QLabel("No session open")
         self.session_title.setAccessibleName("Session title")
@@ -346,6 +356,7 @@ class MainWindow(QMainWindow):
         bridge.run_finished.connect(lambda _event: self.status_speed.stopped())
         self.transcript.item_selected.connect(self.inspector.show_item)
         self.inspector.row_requested.connect(self._select_transcript_row)
+        self.controller.mcp_failed.connect(self._mcp_failed)
         self.transcript.retry_requested.connect(self._retry)
         self.composer.submitted.connect(self._submit)
         self.composer.cancel_requested.connect(self.stop)
@@ -494,6 +505,7 @@ class MainWindow(QMainWindow):
             if path.is_dir():
                 scan_workspace(self.services.ledger, path)
         self.catalog.invalidate()
+        self.controller.mcp_changed()
         self._ask_context_window()
         self.sessions.reload()
         if self.services.settings.active() is not None and self.pages.currentWidget() is self.welcome:
@@ -507,6 +519,15 @@ class MainWindow(QMainWindow):
                 15000,
             )
         self._update_status()
+
+    def _mcp_failed(self, error: McpError) -> None:
+        """An MCP server (or the catalog) could not be used: say why and what to do; the run goes on without it."""
+        advice = connect_advice(error) if isinstance(error, McpConnectError) else "Fix it in Settings › MCP."
+        self.show_banner(
+            f"{error}. The run goes on without its tools. {advice}",
+            "MCP Settings",
+            lambda: self.open_settings(SettingsRequest(mcp=True)),
+        )
 
     def use_local_server(self, server: LocalServer, model: str) -> None:
         """First run: add ``server`` as the provider for new sessions with ``model``, save, and start a session."""
@@ -1124,7 +1145,12 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         """Stop a running operation (durably), stop the session's background processes and release its lock, then
         close."""
-        idle = self.controller.session is None and not self.controller.busy and not self._comparing
+        idle = (
+            self.controller.session is None
+            and not self.controller.busy
+            and not self._comparing
+            and not self.controller.mcp_running
+        )
         if self._shut_down or idle:
             self.catalog.close()
             self.context_windows.close()

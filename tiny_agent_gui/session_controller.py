@@ -4,6 +4,11 @@ The controller owns the asyncio tasks (qasync) that run prompts, compactions and
 them (an ``asyncSlot`` that raises would otherwise drop its task silently), and reports through signals. Failures
 of a run are results (``RunFinished`` with an error) shown inline; anything unexpected is reported through
 :attr:`SessionController.failed` with a message, never swallowed.
+
+With ``mcp`` (the window's :class:`~tiny_agent_core.mcp.app_servers.AppServers`) every operation first connects
+the enabled MCP servers (once per window; again after a settings change) and offers their tools next to the
+built-ins; a server that cannot be connected is reported through :attr:`SessionController.mcp_failed` and the
+operation goes on without its tools. Esc while connecting stops the operation before it starts.
 """
 
 from __future__ import annotations
@@ -23,10 +28,13 @@ from tiny_agent_core.agent.events import DialectLearned
 from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, Agent, RunResult
 from tiny_agent_core.errors import RecoveryBlockedError, TinyAgentError
 from tiny_agent_core.ledger import index_session_file, opened
+from tiny_agent_core.mcp.app_servers import AppServers
+from tiny_agent_core.mcp.errors import McpError
 from tiny_agent_core.pricing import Overrides
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.providers.profiles import ProviderProfile
 from tiny_agent_core.tools.approval import Approver, ToolSettings
+from tiny_agent_core.tools.base import Tool
 from tiny_agent_core.tools.registry import ToolSet
 from tiny_agent_core.workbench import OpenedSession, build_agent, create_session, open_session, session_tools
 from tiny_agent_gui.bridge import AgentBridge
@@ -70,6 +78,9 @@ class SessionController(QObject):
     dialect_learned = Signal(object, object)
     """``(settings profile id or None, DialectLearned)``: the running agent's server needs a repaired request form;
     the agent keeps it, the window stores it in that profile."""
+    mcp_failed = Signal(object)
+    """An :class:`~tiny_agent_core.mcp.errors.McpError`: an MCP server (or the catalog) could not be used; the
+    operation goes on without its tools."""
 
     def __init__(
         self,
@@ -82,6 +93,7 @@ class SessionController(QObject):
         price_overrides: Callable[[], Overrides | None] = lambda: None,
         max_steps: Callable[[], int | None] = lambda: None,
         network: Callable[[Path], bool] = lambda _workspace: True,
+        mcp: AppServers | None = None,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
@@ -103,6 +115,11 @@ class SessionController(QObject):
         self._abort: asyncio.Future[bool] | None = None
         self._closing: set[asyncio.Task[None]] = set()
         self.bridge.dialect_learned.connect(self._dialect_learned)
+        self.mcp = mcp
+        """The window's MCP servers (``None``: no MCP)."""
+        self._connecting_mcp: asyncio.Future[list[McpError]] | None = None
+        if mcp is not None:  # the raw exchange of an MCP call is kept under the call id the agent announces
+            self.bridge.tool_started.connect(lambda event: mcp.exchanges.started(event.call_id, event.name))
 
     @property
     def session(self) -> OpenedSession | None:
@@ -137,7 +154,8 @@ class SessionController(QObject):
     def _key(self, connection: Connection) -> tuple[object, ...]:
         """Everything the agent is built from: a changed base URL or step limit reaches the next request."""
         max_steps = self._max_steps() or DEFAULT_MAX_STEPS
-        return (connection.profile, connection.model, connection.api_key, max_steps)
+        mcp = self.mcp.generation if self.mcp is not None else None
+        return (connection.profile, connection.model, connection.api_key, max_steps, mcp)
 
     @property
     def busy(self) -> bool:
@@ -213,7 +231,9 @@ class SessionController(QObject):
 
     def cancel(self) -> None:
         """Stop the running operation (Esc): ``abortRequested`` is durable first, then the work is cancelled."""
-        if self._agent is not None and self.busy:
+        if self._connecting_mcp is not None and not self._connecting_mcp.done():  # nothing started: nothing to record
+            self._connecting_mcp.cancel()
+        elif self._agent is not None and self.busy:
             self._abort = asyncio.ensure_future(self._agent.abort())
             self._abort.add_done_callback(self._abort_done)
 
@@ -241,10 +261,25 @@ class SessionController(QObject):
         self._session, self._tools, self._agent, self._agent_key = None, None, None, None
 
     async def aclose(self) -> None:
-        """Close the session and wait until its background processes are stopped (at application exit)."""
+        """Close the session and wait until its background processes and the MCP servers are stopped (at
+        application exit)."""
         self.close()
+        if self.mcp is not None:
+            stopping = asyncio.ensure_future(self.mcp.aclose())
+            self._closing.add(stopping)
+            stopping.add_done_callback(self._closing.discard)
         if self._closing:
             await asyncio.gather(*self._closing, return_exceptions=True)
+
+    @property
+    def mcp_running(self) -> bool:
+        """Whether MCP servers are connected (they are stopped by :meth:`aclose`)."""
+        return self.mcp is not None and bool(self.mcp.connected)
+
+    def mcp_changed(self) -> None:
+        """The MCP settings may have changed: connect the servers again before the next operation."""
+        if self.mcp is not None:
+            self.mcp.changed()
 
     # -- internals --------------------------------------------------------------------------------------------
 
@@ -273,7 +308,7 @@ class SessionController(QObject):
                 api_key=connection.api_key,
                 approver=self._approver,
                 tool_settings=self._tool_settings,
-                tools=list(self._tools.values()) if self._tools is not None else None,
+                tools=self._session_tools(),
                 on_event=self.bridge.sink,
                 ledger=self._ledger,
                 price_overrides=self._price_overrides(),
@@ -281,6 +316,36 @@ class SessionController(QObject):
             )
             self._agent_key = key
         return self._agent
+
+    def _session_tools(self) -> list[Tool] | None:
+        """The built-ins of the session (kept across agents) and the connected MCP servers' tools."""
+        if self._tools is None:
+            return None
+        return [*self._tools.values(), *(self.mcp.tools() if self.mcp is not None else ())]
+
+    async def _with_mcp(self, agent: Agent) -> Agent | None:
+        """Connect the MCP servers when they are not (the failures go to :attr:`mcp_failed`); the agent to run,
+        rebuilt when the offered tools changed; ``None`` when Esc stopped the connecting or no provider is set up."""
+        if self.mcp is None:
+            return agent
+        before = self.mcp.generation
+        key = self._in_use.api_key if self._in_use is not None else None
+        connecting = self._connecting_mcp = asyncio.ensure_future(self.mcp.ensure(secrets=[key]))
+        try:
+            failures = await connecting
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if not connecting.cancelled() or (current is not None and current.cancelling()):
+                raise
+            return None  # Esc while connecting: the operation never started
+        finally:
+            self._connecting_mcp = None
+        for failure in failures:
+            self.mcp_failed.emit(failure)
+        session = self._session
+        if self.mcp.generation == before or session is None or session.store is not agent.store:
+            return agent
+        return self._agent_for(session)
 
     async def _recover(self, agent: Agent) -> RunResult | None:
         return await agent.resume()
@@ -305,6 +370,10 @@ class SessionController(QObject):
     async def _run(self, agent: Agent, work: Callable[[Agent], Coroutine[Any, Any, RunResult | None]]) -> None:
         report: Callable[[], None] | None = None  # what to tell the window once the index is current
         try:
+            ready = await self._with_mcp(agent)
+            if ready is None:
+                return
+            agent = ready
             result = await work(agent)
             if result is not None:
                 report = partial(self.finished.emit, result)

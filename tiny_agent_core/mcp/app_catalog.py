@@ -44,6 +44,7 @@ __all__ = [
     "import_servers",
     "load_app_catalog",
     "save_app_catalog",
+    "spec_of",
     "token_entry",
 ]
 
@@ -72,6 +73,12 @@ class AppCatalog:
 def app_catalog_path(directory: str | os.PathLike[str] | None = None) -> Path:
     """Where the app catalog lives: ``<config folder>/mcp-servers.json`` (``directory`` replaces the folder)."""
     return Path(directory if directory is not None else config_dir()) / APP_CATALOG_FILE
+
+
+def spec_of(alias: str, entry: Mapping[str, object]) -> ServerSpec:
+    """The server ``alias`` of a catalog entry in the reference's form (a settings form's fields), checked as a
+    catalog entry is; raises :class:`McpCatalogError` naming the field."""
+    return parse_catalog({"servers": {alias: dict(entry)}}).servers[alias]
 
 
 def token_entry(alias: str) -> str:

@@ -1,9 +1,12 @@
-"""The settings dialog: Providers, Tools, Workspaces and Prices tabs; Save applies everything, Cancel nothing.
+"""The settings dialog: Providers, Tools, Workspaces, Prices and (given the app's MCP catalog file) MCP tabs; Save
+applies everything, Cancel nothing.
 
-SPEC §7 (settings) and §4 (price overrides).
+SPEC §7 (settings) and §4 (price overrides); issue #13 (MCP servers).
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QKeySequence, QShortcut
@@ -15,6 +18,7 @@ from tiny_agent_core.settings import AppSettings
 from tiny_agent_core.tools.approval import ToolSettings
 from tiny_agent_gui.settings.calls import ProviderCalls
 from tiny_agent_gui.settings.folders import FolderChooser, choose_folder
+from tiny_agent_gui.settings.mcp_page import FileChooser, McpPage, Probe, choose_file, probe_in_thread
 from tiny_agent_gui.settings.prices_page import PricesPage
 from tiny_agent_gui.settings.providers_page import ProvidersPage
 from tiny_agent_gui.settings.tools_page import ToolsPage
@@ -30,10 +34,11 @@ class SettingsDialog(QDialog):
     changes, emits :attr:`settingsSaved` and closes. A failure is shown in the dialog, which stays open.
     Save is disabled while a cell of the Prices tab is invalid.
     ``calls`` fetches models and tests connections (:meth:`ProviderCalls.over_http` in the app, stubs in tests);
-    ``chooser`` asks for folders.
+    ``chooser`` asks for folders. ``mcp_catalog`` (the app's MCP catalog file) adds the MCP tab, whose Test runs
+    ``mcp_probe`` and whose import asks ``file_chooser`` for a file.
     """
 
-    PROVIDERS, TOOLS, WORKSPACES, PRICES = 0, 1, 2, 3
+    PROVIDERS, TOOLS, WORKSPACES, PRICES, MCP = 0, 1, 2, 3, 4
     """Tab indexes for :meth:`show_tab`."""
 
     settingsSaved = Signal()
@@ -48,6 +53,9 @@ class SettingsDialog(QDialog):
         parent: QWidget | None = None,
         *,
         chooser: FolderChooser = choose_folder,
+        mcp_catalog: Path | None = None,
+        mcp_probe: Probe = probe_in_thread,
+        file_chooser: FileChooser = choose_file,
     ) -> None:
         super().__init__(parent)
         self.settings = settings
@@ -66,6 +74,11 @@ class SettingsDialog(QDialog):
         self.tabs.addTab(self.tools, "T&ools")
         self.tabs.addTab(self.workspaces, "&Workspaces")
         self.tabs.addTab(self.prices, "Pr&ices")
+        self.mcp: McpPage | None = None
+        """The MCP tab (``None`` without ``mcp_catalog``)."""
+        if mcp_catalog is not None:
+            self.mcp = McpPage(mcp_catalog, key_store, tool_settings, probe=mcp_probe, chooser=file_chooser)
+            self.tabs.addTab(self.mcp, "&MCP")
 
         self.error_label = QLabel()
         self.error_label.setWordWrap(True)
@@ -89,7 +102,7 @@ class SettingsDialog(QDialog):
         layout.addWidget(self.buttons)
 
     def show_tab(self, index: int) -> None:
-        """Select a tab (:attr:`PROVIDERS`, :attr:`TOOLS`, :attr:`WORKSPACES`, :attr:`PRICES`)."""
+        """Select a tab (:attr:`PROVIDERS`, :attr:`TOOLS`, :attr:`WORKSPACES`, :attr:`PRICES`, :attr:`MCP`)."""
         self.tabs.setCurrentIndex(index)
 
     def show_provider(self, profile_id: str) -> None:
@@ -144,6 +157,12 @@ class SettingsDialog(QDialog):
             self.tools.apply()
         except OSError as error:
             return self._fail(f"The tool permissions could not be saved: {error}")
+        if self.mcp is not None:  # after the Tools tab: its revocations must not undo a permission granted here
+            try:
+                self.mcp.apply()
+            except (TinyAgentError, ValueError, OSError) as error:
+                self.show_tab(self.MCP)
+                return self._fail(f"The other settings were saved, but the MCP servers were not: {error}")
         self.error_label.clear()
         self.settingsSaved.emit()
         self.accept()
@@ -152,6 +171,8 @@ class SettingsDialog(QDialog):
     def done(self, result: int) -> None:
         """Close, stopping any fetch or connection test still running."""
         self.providers.cancel_tasks()
+        if self.mcp is not None:
+            self.mcp.cancel_tasks()
         super().done(result)
 
     def _show_price_problem(self, problem: str) -> None:

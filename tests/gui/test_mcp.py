@@ -1,0 +1,347 @@
+"""MCP in the window: the Settings › MCP tab (add, test, remove, tokens, always allow) and a window session that
+offers a real stdio MCP server's tools (written with the ``mcp`` SDK: tests/core/mcp/server_app.py) to the scripted
+model, asks before the call, shows it in the inspector and stops the server when the window closes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shlex
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import httpx
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication, QPushButton, QTableWidget, QTableWidgetItem
+from pytestqt.qtbot import QtBot
+
+from tests.core.agent.conftest import text_reply, tool_reply
+from tests.core.mcp.conftest import ROOT, stdio_server
+from tests.core.test_secrets import MemoryKeyring, use_keyring
+from tests.gui.test_settings_dialog import Calls
+from tests.loopback import LoopbackServer
+from tiny_agent_core.ledger import connect
+from tiny_agent_core.mcp.app_catalog import AppCatalog, app_catalog_path, load_app_catalog, save_app_catalog
+from tiny_agent_core.mcp.catalog import HttpServer, StdioServer
+from tiny_agent_core.mcp.names import function_name
+from tiny_agent_core.providers.client import ProviderClient
+from tiny_agent_core.secrets import SERVICE, KeyStore
+from tiny_agent_core.settings import AppSettings, ProfileConfig
+from tiny_agent_core.timeline import AssistantItem, ToolItem
+from tiny_agent_core.tools.approval import ToolSettings
+from tiny_agent_gui.approval_dialog import ApprovalDialog
+from tiny_agent_gui.main_window import MainWindow, Services
+from tiny_agent_gui.settings import SettingsDialog
+from tiny_agent_gui.settings.mcp_page import McpPage, ServerDialog
+
+pytestmark = pytest.mark.timeout(120)
+
+TOKEN = "mcp-token-very-secret-77"
+
+
+async def until(condition: Callable[[], object], seconds: float = 20.0) -> None:
+    """Poll with ``asyncio.sleep`` (the qasync loop is what runs Qt here)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.02)
+
+
+def server_children() -> list[int]:
+    """This process's child processes that are the test MCP server (zombies included)."""
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            text = status.read_text()
+            command = (status.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        parent = re.search(r"^PPid:\s+(\d+)", text, re.MULTILINE)
+        if parent and int(parent.group(1)) == os.getpid() and b"tests.core.mcp.server_app" in command:
+            found.append(int(status.parent.name))
+    return found
+
+
+@pytest.fixture
+def memory_keyring() -> Iterator[MemoryKeyring]:
+    backend = MemoryKeyring()
+    yield from use_keyring(backend)  # type: ignore[misc]
+
+
+def settings_dialog(qtbot: QtBot, tmp_path: Path, picked: list[str | None] | None = None) -> SettingsDialog:
+    config = tmp_path / "config"
+    dialog = SettingsDialog(
+        AppSettings.load(config),
+        ToolSettings.load(config),
+        KeyStore(environ={}),
+        Calls().provider_calls(),
+        mcp_catalog=app_catalog_path(config),
+        file_chooser=lambda _parent, _title: (picked or [None]).pop(0),
+    )
+    qtbot.addWidget(dialog)
+    dialog.show()
+    dialog.show_tab(dialog.MCP)
+    return dialog
+
+
+def cell(table: QTableWidget, row: int, column: int) -> QTableWidgetItem:
+    item = table.item(row, column)
+    assert item is not None
+    return item
+
+
+def fill_local(editor: ServerDialog, alias: str) -> None:
+    editor.alias_edit.setText(alias)
+    editor.kind_combo.setCurrentIndex(editor.kind_combo.findData("stdio"))
+    editor.command_edit.setText(sys.executable)
+    editor.args_edit.setText("-m tests.core.mcp.server_app stdio")
+    editor.cwd_edit.setText(str(ROOT))
+
+
+def save(dialog: SettingsDialog) -> None:
+    dialog.buttons.button(dialog.buttons.StandardButton.Save).click()
+    assert dialog.error_label.text() == ""
+
+
+async def test_add_test_allow_and_remove_a_stdio_server(
+    qtbot: QtBot, tmp_path: Path, memory_keyring: MemoryKeyring
+) -> None:
+    dialog = settings_dialog(qtbot, tmp_path)
+    page = dialog.mcp
+    assert isinstance(page, McpPage)
+    page.add_button.click()
+    editor = page.editor
+    assert editor is not None
+    fill_local(editor, "local")
+    editor.buttons.button(editor.buttons.StandardButton.Ok).click()
+    assert page.table.rowCount() == 1
+    assert page.selected_alias() == "local"
+    assert cell(page.table, 0, 0).checkState() == Qt.CheckState.Checked  # a new server is enabled
+
+    page.test_button.click()
+    assert page.test_task is not None
+    await until(lambda: page is not None and page.test_task is None, 30)
+    assert page.test_status.text().startswith("✓ local answered: 8 tool(s)"), page.test_status.text()
+    listed = {cell(page.tools_table, row, 0).text(): row for row in range(page.tools_table.rowCount())}
+    assert {"echo", "pid", "hang"} <= set(listed)
+    assert cell(page.tools_table, listed["echo"], 1).text() == "Return the text unchanged."
+    cell(page.tools_table, listed["echo"], 2).setCheckState(Qt.CheckState.Checked)  # always allow one tool
+    cell(page.table, 0, 4).setCheckState(Qt.CheckState.Checked)  # and the whole server
+
+    save(dialog)
+    path = app_catalog_path(tmp_path / "config")
+    saved = load_app_catalog(path)  # the JSON on disk validates
+    assert saved == AppCatalog({"local": stdio_server("local")}, frozenset({"local"}))
+    tools = ToolSettings.load(tmp_path / "config")
+    assert tools.always_allowed() == {"mcp:local", function_name("local", "echo")}
+
+    dialog = settings_dialog(qtbot, tmp_path)
+    page = dialog.mcp
+    assert page is not None
+    assert page.table.rowCount() == 1
+    page.remove_button.click()
+    assert page.table.rowCount() == 0
+    save(dialog)
+    assert load_app_catalog(path) == AppCatalog()
+    assert ToolSettings.load(tmp_path / "config").always_allowed() == set()
+    assert server_children() == []
+
+
+async def test_a_failing_test_says_why_and_what_to_do(
+    qtbot: QtBot, tmp_path: Path, memory_keyring: MemoryKeyring
+) -> None:
+    dialog = settings_dialog(qtbot, tmp_path)
+    page = dialog.mcp
+    assert page is not None
+    page.add(StdioServer("gone", "/nonexistent/mcp-server"))
+    page.test_button.click()
+    await until(lambda: page.test_task is None, 30)
+    text = page.test_status.text()
+    assert text.startswith("✗ MCP server gone:"), text
+    assert "What to do: Check the command" in text
+
+
+async def test_a_typed_token_goes_to_the_keyring_not_the_file(
+    qtbot: QtBot, tmp_path: Path, memory_keyring: MemoryKeyring
+) -> None:
+    dialog = settings_dialog(qtbot, tmp_path)
+    page = dialog.mcp
+    assert page is not None
+    page.add_button.click()
+    editor = page.editor
+    assert editor is not None
+    editor.alias_edit.setText("docs")
+    editor.kind_combo.setCurrentIndex(editor.kind_combo.findData("http"))
+    editor.url_edit.setText("https://mcp.example.com/mcp")
+    editor.token_edit.setText(TOKEN)
+    assert editor.token_edit.echoMode() == editor.token_edit.EchoMode.Password
+    editor.buttons.button(editor.buttons.StandardButton.Ok).click()
+    save(dialog)
+    path = app_catalog_path(tmp_path / "config")
+    assert TOKEN not in path.read_text()
+    assert load_app_catalog(path).servers == {"docs": HttpServer("docs", "https://mcp.example.com/mcp")}
+    assert memory_keyring.secrets[(SERVICE, "mcp:docs")] == TOKEN
+
+
+async def test_a_bad_entry_keeps_the_editor_open_with_the_reason(
+    qtbot: QtBot, tmp_path: Path, memory_keyring: MemoryKeyring
+) -> None:
+    dialog = settings_dialog(qtbot, tmp_path)
+    page = dialog.mcp
+    assert page is not None
+    page.add_button.click()
+    editor = page.editor
+    assert editor is not None
+    editor.alias_edit.setText("web")
+    editor.kind_combo.setCurrentIndex(editor.kind_combo.findData("http"))
+    editor.url_edit.setText("ftp://example.com")
+    editor.buttons.button(editor.buttons.StandardButton.Ok).click()
+    assert "must be an http(s) URL" in editor.error_label.text()
+    assert editor.isVisible()
+    assert page.table.rowCount() == 0
+
+
+async def test_importing_a_claude_desktop_file(qtbot: QtBot, tmp_path: Path, memory_keyring: MemoryKeyring) -> None:
+    picked = tmp_path / "claude_desktop_config.json"
+    picked.write_text('{"mcpServers": {"files": {"command": "npx", "args": ["-y", "files-server"]}}, "theme": "x"}')
+    dialog = settings_dialog(qtbot, tmp_path, [str(picked)])
+    page = dialog.mcp
+    assert page is not None
+    page.import_button.click()
+    assert page.table.rowCount() == 1
+    assert cell(page.table, 0, 3).text() == shlex.join(["npx", "-y", "files-server"])
+    assert cell(page.table, 0, 0).checkState() == Qt.CheckState.Unchecked  # imported servers start disabled
+    save(dialog)
+    assert list(load_app_catalog(app_catalog_path(tmp_path / "config")).servers) == ["files"]
+
+
+# -- a window session ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def server() -> Iterator[LoopbackServer]:
+    with LoopbackServer() as running:
+        yield running
+
+
+def mcp_window(tmp_path: Path, server: LoopbackServer, qtbot: QtBot, catalog: AppCatalog) -> MainWindow:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    settings = AppSettings()
+    settings.add_profile(replace(ProfileConfig.custom("local", server.base_url, name="Loopback"), model="m"))
+    settings.active_profile = "local"
+    settings.add_workspace(workspace)
+    path = app_catalog_path(tmp_path / "config")
+    save_app_catalog(path, catalog)
+    client = ProviderClient(httpx.AsyncClient(trust_env=False))
+    services = Services(
+        client,
+        connect(tmp_path / "index.sqlite3"),
+        settings,
+        KeyStore(environ={}),
+        ToolSettings.in_memory(),
+        ask_context=False,
+        mcp_catalog=path,
+    )
+    window = MainWindow(services)
+    qtbot.addWidget(window)
+    window.show()
+    return window
+
+
+@pytest.fixture
+async def windows(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> AsyncIterator[list[MainWindow]]:
+    monkeypatch.setenv("TINY_AGENT_DATA_DIR", str(tmp_path / "data"))
+    made: list[MainWindow] = []
+    yield made
+    for window in made:
+        await window.controller.wait_idle()
+        await window.controller.aclose()
+        window.services.ledger.close()
+        await window.services.client.http.aclose()
+
+
+def approval_dialog() -> ApprovalDialog | None:
+    found = [w for w in QApplication.topLevelWidgets() if isinstance(w, ApprovalDialog) and w.isVisible()]
+    return found[0] if found else None
+
+
+async def test_a_window_session_offers_asks_shows_and_stops_an_mcp_server(
+    tmp_path: Path, server: LoopbackServer, qtbot: QtBot, windows: list[MainWindow]
+) -> None:
+    window = mcp_window(tmp_path, server, qtbot, AppCatalog({"t": stdio_server("t")}, frozenset({"t"})))
+    windows.append(window)
+    echo = function_name("t", "echo")
+    assert echo is not None
+    server.queue(
+        tool_reply(("c1", echo, '{"text": "hello from the model"}')), text_reply("The server said it.", usage=(5000, 2))
+    )
+    window.composer.submitted.emit("call the echo tool")
+
+    await until(lambda: approval_dialog() is not None, 30)
+    offered = [tool["function"]["name"] for tool in server.requests[0].json()["tools"]]
+    assert echo in offered
+    assert "read" in offered  # next to the built-ins
+    assert len(server_children()) == 1
+    approval = approval_dialog()
+    assert approval is not None
+    allow = next(b for b in approval.findChildren(QPushButton) if b.text().replace("&", "").startswith("Allow once"))
+    allow.click()
+    await window.controller.wait_idle()
+
+    assert window.timeline is not None
+    items = list(window.timeline.items)
+    call = next(item for item in items if isinstance(item, ToolItem))
+    assert (call.name, call.status) == (echo, "success")
+    assert "hello from the model" in (call.result_text or "")
+    assert isinstance(items[-1], AssistantItem)
+    assert items[-1].text == "The server said it."
+
+    window.inspector.show_item(call)
+    inspector = window.inspector
+    assert inspector.tabs.isTabVisible(inspector.tabs.indexOf(inspector.mcp))
+    inspector.show_mcp()
+    summary = inspector.mcp_summary.toPlainText()
+    assert "tool: mcp:t/echo" in summary
+    assert "server: t" in summary
+    assert "kind: stdio (local program)" in summary
+    assert re.search(r"duration: \d+ ms", summary)
+    request = inspector.mcp_request.model()
+    assert {request.index(row, 0).data() for row in range(request.rowCount())} == {"name", "arguments"}
+    response = inspector.mcp_response.model()
+    assert "content" in {response.index(row, 0).data() for row in range(response.rowCount())}
+
+    app = QApplication.instance()
+    assert isinstance(app, QApplication)
+    app.setQuitOnLastWindowClosed(False)  # the test's event loop must outlive the window
+    try:
+        window.close()
+        await until(lambda: window._shut_down, 30)
+    finally:
+        app.setQuitOnLastWindowClosed(True)
+    assert server_children() == []  # the stdio server was stopped, not left behind
+
+
+async def test_a_server_that_cannot_start_gives_a_banner_and_the_run_goes_on(
+    tmp_path: Path, server: LoopbackServer, qtbot: QtBot, windows: list[MainWindow]
+) -> None:
+    catalog = AppCatalog({"gone": StdioServer("gone", "/nonexistent/mcp-server")}, frozenset({"gone"}))
+    window = mcp_window(tmp_path, server, qtbot, catalog)
+    windows.append(window)
+    server.queue(text_reply("Answered without MCP.", usage=(5000, 2)))  # a prompt big enough to hold the tools
+    window.composer.submitted.emit("hello")
+    await until(lambda: not window.controller.busy and window.timeline is not None and len(window.timeline.items) > 1)
+    await window.controller.wait_idle()
+    assert "MCP server gone:" in window.banner.text.text()
+    assert "The run goes on without its tools" in window.banner.text.text()
+    assert window.timeline is not None
+    last = list(window.timeline.items)[-1]
+    assert isinstance(last, AssistantItem)
+    assert last.text == "Answered without MCP."
+    offered = [tool["function"]["name"] for tool in server.requests[0].json()["tools"]]
+    assert not any(name.startswith("mcp__") for name in offered)
