@@ -14,6 +14,11 @@ Decisions:
   history are not meaningful in the fork; the origin keeps them.
 * **Usage is copied** with its steps: the fork is a complete session, and comparing the origin with its re-run
   compares the same history plus each run.
+* **Copied requests are counted once.** The fork's copied step attempts are the origin's physical requests, not
+  new ones: a second sidecar, ``<fork file stem>.copies.json`` (``{"version": 1, "copiedAttempts": {<fork
+  attempt id>: <origin attempt id>}}``, :func:`read_copies`), maps each to the attempt it copies, so the ledger
+  counts each physical request once across origin and fork (see :mod:`tiny_agent_core.ledger.costs`).
+  :func:`fork_whole` writes it too.
 * **The link to the origin** cannot go in the header (exactly the reference's 8 keys, notes §5.2), so it is a
   sidecar beside the fork, ``<fork file stem>.origin.json``: ``{"version": 1, "originSessionId",
   "originFile", "beforeEntryId", "copiedTransactions"}`` (:func:`read_origin`).
@@ -33,10 +38,25 @@ from tiny_agent_core.errors import SessionError
 from tiny_agent_core.session import facts
 from tiny_agent_core.session.store import SessionStore
 
-__all__ = ["ORIGIN_SUFFIX", "ForkError", "ForkOrigin", "fork_before", "fork_whole", "origin_path", "read_origin"]
+__all__ = [
+    "COPIES_SUFFIX",
+    "ORIGIN_SUFFIX",
+    "ForkError",
+    "ForkOrigin",
+    "copies_path",
+    "fork_before",
+    "fork_whole",
+    "origin_path",
+    "read_copies",
+    "read_origin",
+]
 
 ORIGIN_SUFFIX = ".origin.json"
 """The sidecar beside a forked session file that names its origin."""
+COPIES_SUFFIX = ".copies.json"
+"""The sidecar beside a forked or copied session file that maps its copied step attempts to the originals."""
+_SIDECAR_LIMIT = 16 * 1024 * 1024
+"""Bytes of a copies sidecar read at most (a bigger one is ignored)."""
 
 _ID_KEYS = frozenset(
     {
@@ -80,6 +100,27 @@ class ForkOrigin:
 def origin_path(session_file: Path) -> Path:
     """The origin sidecar of ``session_file``."""
     return session_file.with_name(session_file.stem + ORIGIN_SUFFIX)
+
+
+def copies_path(session_file: Path) -> Path:
+    """The copies sidecar of ``session_file``."""
+    return session_file.with_name(session_file.stem + COPIES_SUFFIX)
+
+
+def read_copies(session_file: Path) -> dict[str, str]:
+    """The step attempts of ``session_file`` copied from another session: attempt id → the attempt id it copies.
+    Empty when the session copied none (or its sidecar is unreadable, malformed or larger than 16 MB)."""
+    try:
+        fd = os.open(copies_path(session_file), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read(_SIDECAR_LIMIT + 1)
+        value = json.loads(data) if len(data) <= _SIDECAR_LIMIT else None
+        copied = value["copiedAttempts"] if isinstance(value, dict) and value.get("version") == 1 else {}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    if not isinstance(copied, dict):
+        return {}
+    return {key: item for key, item in copied.items() if isinstance(key, str) and isinstance(item, str)}
 
 
 def read_origin(session_file: Path) -> ForkOrigin | None:
@@ -148,6 +189,20 @@ def _is_user_entry(fact: Mapping[str, Any], entry_id: str) -> bool:
     )
 
 
+def _copy_transactions(transactions: list[list[dict[str, Any]]], fork: SessionStore) -> None:
+    """Append ``transactions`` to ``fork`` with every id new, and write the fork's copies sidecar."""
+    renamer = _Renamer()
+    copied: dict[str, str] = {}
+    for transaction in transactions:
+        fork.append([_copy(fact, renamer, fork) for fact in transaction])
+        for fact in transaction:
+            record = fact.get("record")
+            if isinstance(record, Mapping) and record.get("type") == "stepAttempt":
+                copied[renamer(record["attemptId"])] = record["attemptId"]
+    if copied:
+        _write_json(copies_path(fork.path), {"version": 1, "copiedAttempts": copied})
+
+
 def _copy(fact: Mapping[str, Any], renamer: _Renamer, fork: SessionStore) -> dict[str, Any]:
     copied = renamer.rewrite({key: value for key, value in fact.items() if key not in ("seq", "timestamp")})
     record = copied.get("record")
@@ -181,15 +236,13 @@ def fork_before(
         workspace = source.workspace
     fork = SessionStore.create(workspace, model=model, provider=provider)
     try:
-        renamer = _Renamer()
-        for transaction in transactions[:cut]:
-            fork.append([_copy(fact, renamer, fork) for fact in transaction])
+        _copy_transactions(transactions[:cut], fork)
         if fork.state.operation.kind != "idle":
             raise ForkError(f"Session {source.session_id} was not idle before that message; it cannot be cut there.")
         _write_origin(fork.path, ForkOrigin(source.session_id, origin.name, entry_id, cut))
     except BaseException:
         fork.close()
-        for leftover in (fork.path, origin_path(fork.path)):
+        for leftover in (fork.path, origin_path(fork.path), copies_path(fork.path)):
             leftover.unlink(missing_ok=True)
         raise
     return fork, str(prompt["content"])
@@ -198,7 +251,8 @@ def fork_before(
 def fork_whole(origin: Path, *, workspace: Path | None = None) -> SessionStore:
     """A copy of the whole session file ``origin`` as a new session (every id new, as for :func:`fork_before`),
     open for writing, with the origin's provider and model; in ``workspace`` (default as for :func:`fork_before`).
-    A copy ("Duplicate", an import of a session already here) is not a re-run: it gets no origin sidecar.
+    A copy ("Duplicate", an import of a session already here) is not a re-run: it gets no origin sidecar, only
+    the copies sidecar (its requests are the origin's, counted once).
 
     Raises :class:`ForkError` when the origin has an open operation (finish or abandon it first),
     :class:`~tiny_agent_core.errors.SessionCorruption` for a corrupt origin, :class:`SessionError` when the copy
@@ -213,18 +267,17 @@ def fork_whole(origin: Path, *, workspace: Path | None = None) -> SessionStore:
     header = source.state.header
     fork = SessionStore.create(workspace or source.workspace, model=header.model, provider=header.provider)
     try:
-        renamer = _Renamer()
-        for transaction in transactions:
-            fork.append([_copy(fact, renamer, fork) for fact in transaction])
+        _copy_transactions(transactions, fork)
     except BaseException:
         fork.close()
-        fork.path.unlink(missing_ok=True)
+        for leftover in (fork.path, copies_path(fork.path)):
+            leftover.unlink(missing_ok=True)
         raise
     return fork
 
 
 def _write_origin(session_file: Path, origin: ForkOrigin) -> None:
-    """Write the sidecar atomically (temporary file, fsync, rename), mode 0600."""
+    """Write the origin sidecar."""
     value = {
         "version": 1,
         "originSessionId": origin.origin_session_id,
@@ -232,7 +285,11 @@ def _write_origin(session_file: Path, origin: ForkOrigin) -> None:
         "beforeEntryId": origin.before_entry_id,
         "copiedTransactions": origin.copied_transactions,
     }
-    target = origin_path(session_file)
+    _write_json(origin_path(session_file), value)
+
+
+def _write_json(target: Path, value: Any) -> None:
+    """Write a sidecar atomically (temporary file, fsync, rename), mode 0600."""
     temporary = target.with_name(f".{target.name}.{os.urandom(6).hex()}.tmp")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:

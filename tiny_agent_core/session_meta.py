@@ -100,10 +100,15 @@ def write_meta(session_file: Path, meta: SessionMeta) -> SessionMeta:
 
 
 def companion_files(session_file: Path) -> list[Path]:
-    """The files that exist beside ``session_file`` and belong to it: its metadata and origin sidecars and its cost
-    side file (:mod:`tiny_agent_core.ledger.sidecar`)."""
-    from tiny_agent_core.fork import origin_path  # here: the ledger, which imports this module, imports them too
+    """The files that exist beside ``session_file`` and belong to it: its metadata, origin and copies sidecars and
+    its cost side file (:mod:`tiny_agent_core.ledger.sidecar`)."""
+    from tiny_agent_core.fork import copies_path, origin_path  # here: the ledger, which imports this module, too
     from tiny_agent_core.ledger.sidecar import sidecar_path
 
-    candidates = (meta_path(session_file), origin_path(session_file), sidecar_path(session_file))
+    candidates = (
+        meta_path(session_file),
+        origin_path(session_file),
+        copies_path(session_file),
+        sidecar_path(session_file),
+    )
     return [path for path in candidates if path.is_file() and not path.is_symlink()]

@@ -15,7 +15,7 @@ from tests.core.ledger.sessionfiles import SessionFile
 from tests.shared_data import shared_path
 from tiny_agent_core.errors import SessionCorruption, SessionError
 from tiny_agent_core.export import EXPORT_FORMATS, export_session, import_session, session_markdown
-from tiny_agent_core.fork import ForkError, fork_before, fork_whole, origin_path, read_origin
+from tiny_agent_core.fork import ForkError, copies_path, fork_before, fork_whole, origin_path, read_origin
 from tiny_agent_core.ledger import Cost, LiveRequest, connect, get_session, list_sessions, record_live, scan_workspace
 from tiny_agent_core.ledger.index import forget_session, set_session_meta
 from tiny_agent_core.ledger.rebuild import rebuild
@@ -323,9 +323,7 @@ def test_a_forks_origin_is_indexed(conn: sqlite3.Connection, workspace: Path) ->
     original = get_session(conn, session.id)
     assert original is not None
     assert original.origin_id is None
-    assert [path.name for path in companion_files(store.path)] == [origin_path(store.path).name]
+    companions = [origin_path(store.path).name, copies_path(store.path).name]  # the copies: counted once
+    assert [path.name for path in companion_files(store.path)] == companions
     write_meta(store.path, SessionMeta(pinned=True))
-    assert {path.name for path in companion_files(store.path)} == {
-        origin_path(store.path).name,
-        meta_path(store.path).name,
-    }
+    assert {path.name for path in companion_files(store.path)} == {*companions, meta_path(store.path).name}

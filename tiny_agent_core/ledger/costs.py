@@ -11,6 +11,11 @@ server, no API charge) are known costs of 0, counted apart in :attr:`CostRow.sou
 
 Days and weeks are local calendar days (the ``TZ`` of the process); a week is keyed by its Monday. A request
 belongs to the day it started.
+
+Each physical request is counted once: a forked or copied session holds copies of its origin's requests
+(``requests.copy_of`` names the row each copies, :func:`tiny_agent_core.fork.read_copies`), and a copy is left out
+of every report while the row it copies is in the index (:data:`COUNTED`), so the origin's day, model and session
+carry them; a copy whose original is gone (its session deleted) is counted in its place.
 """
 
 from __future__ import annotations
@@ -271,8 +276,12 @@ def _local_ms(day: date) -> int:
     return int(datetime(day.year, day.month, day.day).timestamp() * 1000)
 
 
+COUNTED = "NOT EXISTS (SELECT 1 FROM requests AS original WHERE original.attempt_id = r.copy_of)"
+"""The condition on a request row ``r`` that it is counted: not a copy of a request that is itself in the index."""
+
+
 def _conditions(selection: Selection) -> tuple[list[str], list[Any], list[str], list[Any]]:
-    """Session conditions and request-time conditions (with their parameters)."""
+    """Session conditions and request conditions (each physical request once; its time) with their parameters."""
     session_where: list[str] = []
     session_params: list[Any] = []
     if selection.session_ids is not None:
@@ -282,7 +291,7 @@ def _conditions(selection: Selection) -> tuple[list[str], list[Any], list[str], 
         session_where.append("w.path IN (SELECT value FROM json_each(?))")
         session_params.append(json.dumps([str(resolve_workspace(path)) for path in selection.workspaces]))
     time_where, time_params = _day_range("r.started_at", selection)
-    return session_where, session_params, time_where, time_params
+    return session_where, session_params, [COUNTED, *time_where], time_params
 
 
 def _day_range(column: str, selection: Selection) -> tuple[list[str], list[Any]]:

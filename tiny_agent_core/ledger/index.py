@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tiny_agent_core.errors import LedgerError, SessionCorruption
-from tiny_agent_core.fork import read_origin
+from tiny_agent_core.fork import read_copies, read_origin
 from tiny_agent_core.ledger import sidecar
 from tiny_agent_core.ledger.extract import RequestFacts, SessionFacts, extract_session
 from tiny_agent_core.ledger.paths import sessions_dir
@@ -284,6 +284,12 @@ def write_session(
             (None if live.provider_cost is None else format(live.provider_cost, "f"), int(live.local), attempt_id)
             for attempt_id, live in kept
         ],
+    )
+    copies = read_copies(path)  # a fork's copies of its origin's requests (counted once, see ledger.costs)
+    conn.execute("UPDATE requests SET copy_of = NULL WHERE session_id = ? AND copy_of IS NOT NULL", (facts.id,))
+    conn.executemany(
+        "UPDATE requests SET copy_of = ? WHERE attempt_id = ? AND session_id = ?",
+        [(original, attempt_id, facts.id) for attempt_id, original in copies.items() if attempt_id in keep],
     )
     conn.execute(
         "INSERT INTO session_text (session_id, body) VALUES (?, ?) "

@@ -59,6 +59,9 @@ Schema (all times are integer milliseconds since the Unix epoch, UTC; money is `
     :class:`~tiny_agent_core.errors.ProviderError` ``kind``); ``dialect_repairs`` (JSON array text of the seam's
     repairs, NULL = none recorded); ``dropped_fields`` (m003: JSON array text of the provider-only fields the
     seam dropped, e.g. ``message.reasoning``; NULL = not recorded).
+    ``copy_of`` (m006, derivable: from the session's copies sidecar, :func:`tiny_agent_core.fork.read_copies`): the
+    attempt id of the request this row copies (a fork or a duplicate holds copies of its origin's requests; the
+    cost reports count a copy only when the row it copies is gone); NULL for a request the session made.
 ``raw_captures`` (live-only)
     ``id`` INTEGER PK; ``attempt_id`` FK → requests (cascade); ``captured_at``; ``body``, the redacted JSON
     text of the exchange (request body, status, kept headers, response body or SSE text; no credentials), at
@@ -95,9 +98,10 @@ from tiny_agent_core.errors import LedgerError, LedgerVersionError
 SCHEMA_MAJOR = 1
 """Incompatible schema generation; a database with a larger major is refused."""
 
-SCHEMA_MINOR = 4
+SCHEMA_MINOR = 5
 """Compatible revision within the major; a larger minor from a newer app is accepted (1: ``session_text``;
-2: ``requests.dropped_fields``; 3: recomputable costs; 4: ``sessions.pinned`` and ``origin_session_id``)."""
+2: ``requests.dropped_fields``; 3: recomputable costs; 4: ``sessions.pinned`` and ``origin_session_id``;
+5: ``requests.copy_of``)."""
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -386,6 +390,12 @@ def m005_session_meta(conn: sqlite3.Connection) -> None:
             "ALTER TABLE sessions ADD COLUMN origin_session_id TEXT",
         ],
     )
+
+
+@migration
+def m006_request_copies(conn: sqlite3.Connection) -> None:
+    """``requests.copy_of``: the request a fork's (or a duplicate's) request copies, so it is counted once."""
+    _execute_all(conn, ["ALTER TABLE requests ADD COLUMN copy_of TEXT"])
 
 
 def _read_user_version(conn: sqlite3.Connection) -> int:

@@ -72,6 +72,7 @@ EXPECTED_COLUMNS = {
         "provider_cost",
         "local",
         "cache_savings",
+        "copy_of",
     ],
     "pricing_inputs": ["id", "overrides"],
     "raw_captures": ["id", "attempt_id", "captured_at", "body", "truncated", "original_size"],
@@ -95,7 +96,14 @@ EXPECTED_COLUMNS = {
     "session_text_fts_idx": ["segid", "term", "pgno"],
 }
 
-APPLIED = ["m001_initial", "m002_session_text", "m003_dropped_fields", "m004_recomputable_cost", "m005_session_meta"]
+APPLIED = [
+    "m001_initial",
+    "m002_session_text",
+    "m003_dropped_fields",
+    "m004_recomputable_cost",
+    "m005_session_meta",
+    "m006_request_copies",
+]
 
 EXPECTED_INDEXES = {
     "sessions_by_workspace_newest",
@@ -135,7 +143,7 @@ def test_unknown_usage_and_cost_columns_are_nullable(conn: sqlite3.Connection) -
 def test_migrations_are_recorded_in_order_and_idempotent(conn: sqlite3.Connection) -> None:
     assert m.applied_migrations(conn) == APPLIED
     assert [fn.__name__ for fn in m.MIGRATIONS] == APPLIED
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == m.user_version() == 1 << 16 | 4
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == m.user_version() == 1 << 16 | 5
     assert m.migrate(conn) == []
     again = connect()
     try:
@@ -212,11 +220,11 @@ def test_migration_names_must_be_sequential() -> None:
     def m009_skipped(conn: sqlite3.Connection) -> None:
         raise AssertionError
 
-    def m006BadName(conn: sqlite3.Connection) -> None:
+    def m007BadName(conn: sqlite3.Connection) -> None:
         raise AssertionError
 
-    for fn in (m009_skipped, m006BadName):
-        with pytest.raises(ValueError, match="must be named m006_"):
+    for fn in (m009_skipped, m007BadName):
+        with pytest.raises(ValueError, match="must be named m007_"):
             m.migration(fn)
     assert len(m.MIGRATIONS) == len(APPLIED)
 
