@@ -1,6 +1,15 @@
-"""Paints a session row in two lines: status mark and title; model, then cost · time (· workspace) at the right."""
+"""Paints a session row: its date group's header above the group's first row, then two lines — status mark and
+title; the model's short tag, what the row came from (a re-run's origin, the workspace when all are shown), and
+cost · time at the right.
+
+Room on the second line goes first to the model tag (elided only when it alone is wider than the row), then to
+the time, then to the cost (elided, never pushing the model out), and what is left to the origin and workspace
+(:func:`second_line`, measured with the row's font).
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRect, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette
@@ -17,40 +26,95 @@ MARKS: dict[SessionStatus, tuple[str, str]] = {
 """The glyph and colour of each status mark (the status word is in the tooltip and the accessible text)."""
 
 _PAD = 6
+SEPARATOR = "  ·  "
+
+
+@dataclass(frozen=True, slots=True)
+class SecondLine:
+    """What the second line shows at a given width: each part as drawn (possibly elided or empty)."""
+
+    model: str
+    middle: str
+    right: str
+
+
+def second_line(metrics: QFontMetrics, width: int, model: str, middle: str, cost: str, when: str) -> SecondLine:
+    """Fit the second line into ``width`` pixels: the model tag first, then the time, then the cost, then
+    ``middle`` (origin, workspace)."""
+    elide = Qt.TextElideMode.ElideRight
+    model_text = model if metrics.horizontalAdvance(model) <= width else metrics.elidedText(model, elide, width)
+    room = width - metrics.horizontalAdvance(model_text) - metrics.horizontalAdvance(SEPARATOR)
+    right = f"{cost}{SEPARATOR}{when}"
+    if room <= 0:
+        right = ""
+    elif metrics.horizontalAdvance(right) > room:
+        cost_room = room - metrics.horizontalAdvance(f"{SEPARATOR}{when}")
+        if cost_room >= metrics.horizontalAdvance("$0…"):
+            right = f"{metrics.elidedText(cost, elide, cost_room)}{SEPARATOR}{when}"
+        else:
+            right = when if metrics.horizontalAdvance(when) <= room else ""
+    room -= metrics.horizontalAdvance(right) + (metrics.horizontalAdvance(SEPARATOR) if right else 0)
+    middle_text = ""
+    if middle and room > metrics.horizontalAdvance("…") * 4:
+        middle_text = metrics.elidedText(middle, elide, room)
+    return SecondLine(model_text, middle_text, right)
 
 
 class SessionRowDelegate(QStyledItemDelegate):
-    """Two-line rows of constant height, elided to the view's width; colours from the palette."""
+    """Rows of two lines (plus a group header above a group's first row), elided to the view's width; colours
+    from the palette."""
 
     def __init__(self, parent: QWidget | None = None, *, show_workspace: bool = True) -> None:
-        """``show_workspace``: add the workspace's folder name to the second line."""
+        """``show_workspace``: name each row's workspace (when the list shows all workspaces)."""
         super().__init__(parent)
         self.show_workspace = show_workspace
 
+    @staticmethod
+    def header_height(metrics: QFontMetrics) -> int:
+        """Height of a group header above a row."""
+        return metrics.height() + _PAD * 2
+
     def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> QSize:
-        """Two text lines and padding."""
+        """Two text lines and padding, and the group header when the row starts its group."""
         metrics = QFontMetrics(option.font)
-        return QSize(200, metrics.height() * 2 + 3 * _PAD)
+        height = metrics.height() * 2 + 3 * _PAD
+        if index.data(SessionListModel.GroupStartRole):
+            height += self.header_height(metrics)
+        return QSize(200, height)
 
     def paint(
         self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
     ) -> None:
-        """Background and focus from the style, then the two lines."""
+        """The group header, then background and focus from the style (the row only), then the two lines."""
         opt = QStyleOptionViewItem(option)
         self.initStyleOption(opt, index)
         opt.text = ""
+        palette: QPalette = opt.palette
+        base_font: QFont = opt.font
+        metrics = QFontMetrics(base_font)
+        line = metrics.height()
+        painter.save()
+        if index.data(SessionListModel.GroupStartRole):
+            header = QRect(opt.rect)
+            header.setHeight(self.header_height(metrics))
+            header_font = QFont(base_font)
+            header_font.setBold(True)
+            header_font.setPointSizeF(max(6.0, base_font.pointSizeF() * 0.9))
+            painter.setFont(header_font)
+            painter.setPen(palette.color(QPalette.ColorGroup.Active, QPalette.ColorRole.PlaceholderText))
+            painter.drawText(
+                header.adjusted(_PAD, _PAD, -_PAD, 0),
+                Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+                str(index.data(SessionListModel.GroupRole)),
+            )
+            opt.rect = opt.rect.adjusted(0, header.height(), 0, 0)
         widget = opt.widget
         style = widget.style() if widget is not None else None
         if style is not None:
             style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, widget)
         rect: QRect = opt.rect.adjusted(_PAD, _PAD, -_PAD, -_PAD)
         selected = bool(opt.state & QStyle.StateFlag.State_Selected)
-        palette: QPalette = opt.palette
         text_role = QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.Text
-        base_font: QFont = opt.font
-        metrics = QFontMetrics(base_font)
-        line = metrics.height()
-        painter.save()
         x = rect.left()
         mark = MARKS.get(index.data(SessionListModel.StatusRole))
         if mark is not None:
@@ -66,26 +130,35 @@ class SessionRowDelegate(QStyledItemDelegate):
         painter.setPen(palette.color(text_role))
         title = QFontMetrics(title_font).elidedText(str(index.data()), Qt.TextElideMode.ElideRight, rect.right() - x)
         painter.drawText(QRect(x, rect.top(), rect.right() - x, line), Qt.AlignmentFlag.AlignVCenter, title)
-        # Cost and time are never elided: the model name gives way.
-        facts = [str(index.data(SessionListModel.CostTextRole)), str(index.data(SessionListModel.RelativeTimeRole))]
+
+        middle = [str(index.data(SessionListModel.OriginRole) or "")]
         if self.show_workspace:
-            facts.append(str(index.data(SessionListModel.WorkspaceRole)))
-        right = "  ·  ".join(facts)
+            middle.append(str(index.data(SessionListModel.WorkspaceRole)))
+        parts = second_line(
+            metrics,
+            rect.width(),
+            str(index.data(SessionListModel.ModelNameRole)),
+            SEPARATOR.join(part for part in middle if part),
+            str(index.data(SessionListModel.CostTextRole)),
+            str(index.data(SessionListModel.RelativeTimeRole)),
+        )
         painter.setFont(base_font)
+        top = rect.top() + line + _PAD
+        model_width = metrics.horizontalAdvance(parts.model)
+        painter.drawText(QRect(rect.left(), top, model_width + 1, line), Qt.AlignmentFlag.AlignVCenter, parts.model)
         if not selected:
             painter.setPen(palette.color(QPalette.ColorGroup.Active, QPalette.ColorRole.PlaceholderText))
-        top = rect.top() + line + _PAD
-        right_width = min(metrics.horizontalAdvance(right) + 4, rect.width())
-        model_width = rect.width() - right_width - 2 * _PAD
-        if model_width > metrics.horizontalAdvance("…") * 3:
-            model = metrics.elidedText(
-                str(index.data(SessionListModel.ModelNameRole)), Qt.TextElideMode.ElideMiddle, model_width
+        if parts.middle:
+            left = rect.left() + model_width
+            text = SEPARATOR + parts.middle
+            painter.drawText(
+                QRect(left, top, metrics.horizontalAdvance(text) + 1, line), Qt.AlignmentFlag.AlignVCenter, text
             )
-            painter.drawText(QRect(rect.left(), top, model_width, line), Qt.AlignmentFlag.AlignVCenter, model)
-        right = metrics.elidedText(right, Qt.TextElideMode.ElideRight, right_width)
-        painter.drawText(
-            QRect(rect.right() - right_width, top, right_width + 1, line),
-            Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight,
-            right,
-        )
+        if parts.right:
+            right_width = metrics.horizontalAdvance(parts.right)
+            painter.drawText(
+                QRect(rect.right() - right_width, top, right_width + 1, line),
+                Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight,
+                parts.right,
+            )
         painter.restore()

@@ -1,4 +1,10 @@
-"""A thin, lazily filled list model over the session index (STYLE practice 10)."""
+"""A thin, lazily filled list model over the session index (STYLE practice 10), in date groups.
+
+Rows are the pinned sessions (all of them, at most :data:`PINNED_MAX`) and then the others, newest first, fetched a
+page at a time. Each row knows its group — "Pinned", "Today", "Yesterday", "Previous 7 days", then one per month
+("November 2026") — in local time (:func:`date_group`); the delegate paints a group's header above its first row,
+so headers are never rows: they cannot be selected and the keyboard moves from session to session.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ import enum
 import sqlite3
 import time
 from collections.abc import Callable, Iterable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +20,7 @@ from PySide6.QtCore import QAbstractListModel, QByteArray, QModelIndex, QObject,
 
 from tiny_agent_core.ledger import SessionSummary, get_session, list_sessions
 from tiny_agent_core.ledger.costs import cost_text
+from tiny_agent_core.model_names import short_model_tag
 from tiny_agent_gui.cost.formatting import UNKNOWN_COST, local_datetime, relative_time
 
 ModelIndex = QModelIndex | QPersistentModelIndex
@@ -46,13 +54,38 @@ def status_of(summary: SessionSummary, running: bool) -> SessionStatus:
 UNTITLED = "(untitled session)"
 """Shown for a session without a user message yet."""
 
+PINNED = "Pinned"
+TODAY = "Today"
+YESTERDAY = "Yesterday"
+PREVIOUS_7_DAYS = "Previous 7 days"
+
+PINNED_MAX = 500
+"""Most pinned sessions listed (they are loaded at once, above the pages)."""
+
+
+def date_group(created_at: int, now: int) -> str:
+    """The date group of a session created at ``created_at`` (ms) seen at ``now`` (ms), by local calendar day:
+    :data:`TODAY` (also for a clock that went back), :data:`YESTERDAY`, :data:`PREVIOUS_7_DAYS` (2–7 days ago), else
+    the month, e.g. ``November 2026``."""
+    created = datetime.fromtimestamp(created_at / 1000).date()
+    days = (datetime.fromtimestamp(now / 1000).date() - created).days
+    if days <= 0:
+        return TODAY
+    if days == 1:
+        return YESTERDAY
+    if days <= 7:
+        return PREVIOUS_7_DAYS
+    return f"{created:%B %Y}"
+
 
 class SessionListModel(QAbstractListModel):
     """Indexed sessions, newest first, fetched page by page as the view scrolls (``canFetchMore``/``fetchMore``).
 
     Filters: one workspace (or all) and a search text over titles and content
     (:func:`tiny_agent_core.ledger.list_sessions` ``search``). Rows carry the :class:`SessionSummary` under
-    :attr:`SessionRole`; the other custom roles hold display strings for the delegate.
+    :attr:`SessionRole`; the other custom roles hold display strings for the delegate: the model as a short tag
+    (:func:`~tiny_agent_core.model_names.short_model_tag`), the group and whether the row starts it, and for a fork
+    "re-run of <origin title>". Sessions being deleted (awaiting undo) are hidden (:meth:`hide`).
     """
 
     SessionRole = Qt.ItemDataRole.UserRole + 1
@@ -61,6 +94,9 @@ class SessionListModel(QAbstractListModel):
     CostTextRole = Qt.ItemDataRole.UserRole + 4
     RelativeTimeRole = Qt.ItemDataRole.UserRole + 5
     WorkspaceRole = Qt.ItemDataRole.UserRole + 6
+    GroupRole = Qt.ItemDataRole.UserRole + 7
+    GroupStartRole = Qt.ItemDataRole.UserRole + 8
+    OriginRole = Qt.ItemDataRole.UserRole + 9
 
     PAGE_SIZE = 200
     """Rows fetched per page."""
@@ -80,11 +116,17 @@ class SessionListModel(QAbstractListModel):
         self._clock = clock or (lambda: time.time_ns() // 1_000_000)
         self._rows: list[SessionSummary] = []
         self._rows_by_id: dict[str, int] = {}
+        self._pinned = 0
+        """Loaded pinned rows (they come first)."""
+        self._groups: list[str] = []
+        self._origins: dict[str, str] = {}
+        """Origin session id → its title, for the forks loaded."""
         self._exhausted = False
         self._search = ""
         self._workspace: Path | None = None
         self._running: frozenset[str] = frozenset()
-        self._fetch_page()
+        self._hidden: set[str] = set()
+        self._load_first()
 
     # -- filters and refresh -------------------------------------------------------------------------------------
 
@@ -122,13 +164,22 @@ class SessionListModel(QAbstractListModel):
                 self.dataChanged.emit(index, index)
 
     def reload(self) -> None:
-        """Drop every loaded row and fetch the first page again."""
+        """Drop every loaded row and fetch the pinned sessions and the first page again."""
         self.beginResetModel()
-        self._rows = []
-        self._rows_by_id = {}
-        self._exhausted = False
-        self._fetch_page(notify=False)
+        self._load_first()
         self.endResetModel()
+
+    def hide(self, session_id: str) -> None:
+        """Stop listing a session (it is being deleted; :meth:`unhide` brings it back)."""
+        self._hidden.add(session_id)
+        row = self._rows_by_id.get(session_id)
+        if row is not None:
+            self._remove(row)
+
+    def unhide(self, session_id: str) -> None:
+        """List a hidden session again (from the index, where it must be)."""
+        self._hidden.discard(session_id)
+        self.reload()
 
     def refresh_session(self, session_id: str) -> bool:
         """Re-read one loaded session's row (e.g. its cost changed); ``False`` when it is not loaded."""
@@ -137,10 +188,10 @@ class SessionListModel(QAbstractListModel):
             return False
         summary = get_session(self._conn, session_id)
         if summary is None:
-            self.beginRemoveRows(QModelIndex(), row, row)
-            del self._rows[row]
-            self._rows_by_id = {s.id: i for i, s in enumerate(self._rows)}
-            self.endRemoveRows()
+            self._remove(row)
+            return True
+        if summary.pinned != self._rows[row].pinned:  # it moves to or from the top group
+            self.reload()
             return True
         self._rows[row] = summary
         index = self.index(row)
@@ -148,9 +199,15 @@ class SessionListModel(QAbstractListModel):
         return True
 
     def refresh_times(self) -> None:
-        """Tell views the relative times changed (call once a minute)."""
-        if self._rows:
-            self.dataChanged.emit(self.index(0), self.index(len(self._rows) - 1), [self.RelativeTimeRole])
+        """Tell views the relative times (and, after midnight, the date groups) changed (call once a minute)."""
+        if not self._rows:
+            return
+        groups = self._group_names()
+        if groups != self._groups:
+            self.layoutAboutToBeChanged.emit()
+            self._groups = groups
+            self.layoutChanged.emit()
+        self.dataChanged.emit(self.index(0), self.index(len(self._rows) - 1), [self.RelativeTimeRole])
 
     def summary(self, row: int) -> SessionSummary:
         """The session at ``row``."""
@@ -166,28 +223,60 @@ class SessionListModel(QAbstractListModel):
 
     # -- lazy loading --------------------------------------------------------------------------------------------
 
-    def _fetch_page(self, *, notify: bool = True) -> None:
-        page = list_sessions(
-            self._conn,
-            self._workspace,
-            search=self._search or None,
-            limit=self._page_size,
-            offset=len(self._rows),
+    def _list(self, *, pinned: bool, limit: int, offset: int = 0) -> list[SessionSummary]:
+        return list_sessions(
+            self._conn, self._workspace, search=self._search or None, pinned=pinned, limit=limit, offset=offset
         )
+
+    def _load_first(self) -> None:
+        """The pinned sessions and the first page of the others (no notifications: inside a reset)."""
+        self._rows = []
+        self._rows_by_id = {}
+        self._origins = {}
+        self._exhausted = False
+        self._pinned = self._add([s for s in self._list(pinned=True, limit=PINNED_MAX) if s.id not in self._hidden])
+        self._fetch_page(notify=False)
+
+    def _fetch_page(self, *, notify: bool = True) -> None:
+        page = self._list(pinned=False, limit=self._page_size, offset=len(self._rows) - self._pinned)
         if len(page) < self._page_size:
             self._exhausted = True
         # A session indexed meanwhile shifts the offsets: never show a row twice.
-        fresh = [summary for summary in page if summary.id not in self._rows_by_id]
+        fresh = [summary for summary in page if summary.id not in self._rows_by_id and summary.id not in self._hidden]
         if not fresh:
             return
         first = len(self._rows)
         if notify:
             self.beginInsertRows(QModelIndex(), first, first + len(fresh) - 1)
-        for number, summary in enumerate(fresh, start=first):
-            self._rows_by_id[summary.id] = number
-        self._rows.extend(fresh)
+        self._add(fresh)
         if notify:
             self.endInsertRows()
+
+    def _add(self, summaries: list[SessionSummary]) -> int:
+        """Append loaded rows (and the titles of their forks' origins); returns how many."""
+        for number, summary in enumerate(summaries, start=len(self._rows)):
+            self._rows_by_id[summary.id] = number
+        self._rows.extend(summaries)
+        for summary in summaries:
+            origin = summary.origin_id
+            if origin is not None and origin not in self._origins:
+                found = get_session(self._conn, origin)
+                self._origins[origin] = (found.title or UNTITLED) if found is not None else "a deleted session"
+        self._groups = self._group_names()
+        return len(summaries)
+
+    def _remove(self, row: int) -> None:
+        self.beginRemoveRows(QModelIndex(), row, row)
+        if row < self._pinned:
+            self._pinned -= 1
+        del self._rows[row]
+        self._rows_by_id = {s.id: i for i, s in enumerate(self._rows)}
+        self._groups = self._group_names()
+        self.endRemoveRows()
+
+    def _group_names(self) -> list[str]:
+        now = self._clock()
+        return [PINNED if s.pinned else date_group(s.created_at, now) for s in self._rows]
 
     def canFetchMore(self, parent: ModelIndex = QModelIndex()) -> bool:  # noqa: B008  (Qt signature)
         """More sessions may be in the index beyond the loaded rows."""
@@ -214,6 +303,9 @@ class SessionListModel(QAbstractListModel):
             (self.CostTextRole, b"costText"),
             (self.RelativeTimeRole, b"relativeTime"),
             (self.WorkspaceRole, b"workspace"),
+            (self.GroupRole, b"group"),
+            (self.GroupStartRole, b"groupStart"),
+            (self.OriginRole, b"origin"),
         ):
             names[int(role)] = QByteArray(name)
         return names
@@ -230,24 +322,41 @@ class SessionListModel(QAbstractListModel):
         if role == self.StatusRole:
             return self.status(summary)
         if role == self.ModelNameRole:
-            return summary.model
+            return short_model_tag(summary.model)
         if role == self.CostTextRole:
             return cost_text(summary.cost, summary.cost_unknown_requests, unknown=UNKNOWN_COST)
         if role == self.RelativeTimeRole:
             return relative_time(summary.created_at, self._clock())
         if role == self.WorkspaceRole:
             return summary.workspace.name or str(summary.workspace)
+        if role == self.GroupRole:
+            return self._groups[index.row()]
+        if role == self.GroupStartRole:
+            row = index.row()
+            return row == 0 or self._groups[row] != self._groups[row - 1]
+        if role == self.OriginRole:
+            return self._origin_text(summary)
         if role == Qt.ItemDataRole.ToolTipRole:
             return self._tooltip(summary)
         if role == Qt.ItemDataRole.AccessibleTextRole:
             return self._spoken(summary)
         return None
 
+    def _origin_text(self, summary: SessionSummary) -> str:
+        """``re-run of <origin title>`` for a fork, else ``""``."""
+        if summary.origin_id is None:
+            return ""
+        return f"re-run of {self._origins.get(summary.origin_id, 'another session')}"
+
     def _spoken(self, summary: SessionSummary) -> str:
         parts = [summary.title or UNTITLED]
         status = self.status(summary)
         if status is not SessionStatus.NONE:
             parts.append(status.value)
+        if summary.pinned:
+            parts.append("pinned")
+        if summary.origin_id is not None:
+            parts.append(self._origin_text(summary))
         parts += [
             summary.model,
             cost_text(summary.cost, summary.cost_unknown_requests, unknown=UNKNOWN_COST),
@@ -264,6 +373,7 @@ class SessionListModel(QAbstractListModel):
             summary.title or UNTITLED,
             f"Workspace: {summary.workspace}",
             f"Model: {summary.provider} · {summary.model}",
+            *([self._origin_text(summary).capitalize()] if summary.origin_id is not None else []),
             f"Cost: {exact}",
             f"Requests: {summary.requests}",
             f"Started: {local_datetime(summary.created_at)}",
