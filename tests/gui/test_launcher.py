@@ -87,6 +87,7 @@ def test_check_system_passes_offscreen(tmp_path: Path) -> None:
     assert "are there" in result.stdout
 
 
+@pytest.mark.slow
 def test_screenshot_offscreen_writes_the_png_and_the_log(tmp_path: Path) -> None:
     shot = tmp_path / "window.png"
     result = _run(tmp_path, "--screenshot", str(shot), QT_QPA_PLATFORM="offscreen", OPENAI_API_KEY=SECRET)

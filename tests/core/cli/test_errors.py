@@ -117,6 +117,7 @@ def test_unusable_index_fails_the_run_before_the_session_exists(tmp_path: Path, 
     assert not (workspace / ".tiny-agent").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["whole file", "middle page"])
 def test_damaged_index_is_rebuilt_for_sessions_rebuild_and_run(tmp_path: Path, workspace: Path, damage: str) -> None:
     for number in range(1, 40):

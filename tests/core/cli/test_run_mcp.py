@@ -16,7 +16,7 @@ from tests.loopback import LoopbackServer
 from tiny_agent_core.mcp.names import function_name
 from tiny_agent_core.session.reducer import reduce_session
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]  # every test runs tiny-agent (and MCP servers) as processes
 
 KEY = "sk-run-mcp-secret-0123456789abcdef"
 ROOT = Path(__file__).resolve().parents[3]

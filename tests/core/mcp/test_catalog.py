@@ -185,12 +185,14 @@ def _parse(value: object) -> None:
         assert spec.call_timeout_ms >= 1
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(json_values)
 def test_arbitrary_json_is_a_catalog_or_a_catalog_error(value: object) -> None:
     _parse(value)
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(catalogs)
 def test_catalog_shaped_json_is_a_catalog_or_a_catalog_error(value: object) -> None:

@@ -107,6 +107,7 @@ def _read_reports(fd: int) -> list[int]:
     return [value for (value,) in struct.iter_unpack("<Q", data)]
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_moments_loses_no_committed_transaction(tmp_path: Path) -> None:
     rng = random.Random(20261129)
     started = time.monotonic()

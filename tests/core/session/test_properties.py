@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 import rfc8785
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -112,6 +113,7 @@ def reduce_or_corruption(data: bytes) -> None:
         assert error.line >= 1
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(sessions(), st.data())
 def test_any_single_byte_change_gives_a_state_or_a_corruption(data: bytes, draw: st.DataObject) -> None:
@@ -126,6 +128,7 @@ def test_any_single_byte_change_gives_a_state_or_a_corruption(data: bytes, draw:
     reduce_or_corruption(data[:position] + bytes([byte]) + data[position:])
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(sessions(), st.data())
 def test_any_line_edit_gives_a_state_or_a_corruption(data: bytes, draw: st.DataObject) -> None:

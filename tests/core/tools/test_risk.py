@@ -253,6 +253,7 @@ _SHELLISH = st.lists(
 ).map(" ".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(_SHELLISH, st.dictionaries(st.text(max_size=8), st.one_of(st.none(), st.integers(), st.text(max_size=20))))
 def test_shell_like_noise_and_odd_arguments_never_raise(command: str, arguments: dict[str, Any]) -> None:

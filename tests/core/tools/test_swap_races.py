@@ -90,6 +90,7 @@ def layout(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
     assert not [p.name for p in workspace.rglob("*.tmp")]  # failed writes cleaned up
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flipped", ["d", "f.txt"])
 async def test_swapping_a_directory_or_the_final_name_never_reaches_outside(
     layout: tuple[Path, Path], flipped: str
