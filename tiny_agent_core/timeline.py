@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Protocol, TypeVar
@@ -37,7 +37,21 @@ from typing import Any, Protocol, TypeVar
 from tiny_agent_core.agent.events import AgentEvent, StepFinished
 from tiny_agent_core.errors import StepLimitError
 from tiny_agent_core.ledger.requests import RequestRow, session_requests
-from tiny_agent_core.session.reducer import reduce_session
+from tiny_agent_core.session.fact_types import (
+    AssistantEntry,
+    CompactionEntry,
+    CompactionStarted,
+    OperationFinished,
+    RunStarted,
+    SessionFact,
+    StepAttempt,
+    StepFailed,
+    ToolResultEntry,
+    ToolStarted,
+    UsageRecorded,
+    UserEntry,
+)
+from tiny_agent_core.session.reducer import read_header, reduce_session
 from tiny_agent_core.session.state import SessionHeader, SessionState
 from tiny_agent_core.tool_outcomes import FileDiff, Outcome, call_diff, call_outcome, call_summary
 from tiny_agent_core.usage import Usage
@@ -282,9 +296,6 @@ class _Operation:
 
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
-_decode_json = json.JSONDecoder().decode
-"""``json.loads`` for a ``str`` without its per-call checks (opening a session decodes every line)."""
-
 
 _T = TypeVar("_T")
 
@@ -337,23 +348,23 @@ class Timeline:
     def from_bytes(cls, data: bytes) -> Timeline:
         """The timeline of a session file's bytes (a torn tail is ignored).
 
-        The bytes are first validated by the strict reducer (``SessionCorruption`` if invalid), then each
-        committed line is decoded once: linear in the file size.
+        One walk: the strict reducer validates each line (``SessionCorruption`` if the file is invalid) and hands
+        its typed facts to :meth:`apply`. Linear in the file size.
         """
-        return cls.from_state(reduce_session(data), data)
+        timeline = cls(read_header(data))
+        reduce_session(data, timeline.apply)
+        return timeline
 
     @classmethod
     def from_state(cls, state: SessionState, data: bytes) -> Timeline:
-        """The timeline of a file the strict reducer already accepted as ``state`` (e.g. an open store's), without
-        validating it again; ``data`` are the file's bytes, at least ``state.repaired_length`` of them."""
+        """The timeline of a file the strict reducer already accepted as ``state`` (e.g. an open store's); ``data``
+        are the file's bytes, at least ``state.repaired_length`` of them.
+
+        This walks the file with the reducer again. Where the file is opened anyway, pass the timeline's
+        :meth:`apply` as ``SessionStore.open(path, observer=...)`` instead: one walk gives both.
+        """
         timeline = cls(state.header)
-        committed = data[: state.repaired_length].decode("utf-8")  # the reducer accepted it as UTF-8
-        start = committed.index("\n") + 1
-        while start < len(committed):
-            stop = committed.index("\n", start)
-            value = _decode_json(committed[start:stop])
-            timeline.apply(value if isinstance(value, list) else [value])
-            start = stop + 1
+        reduce_session(data if len(data) == state.repaired_length else data[: state.repaired_length], timeline.apply)
         return timeline
 
     @property
@@ -409,45 +420,53 @@ class Timeline:
 
     # --- facts -------------------------------------------------------------------------------------------------
 
-    def apply(self, facts: Iterable[Mapping[str, Any]]) -> None:
-        """Extend the timeline with one committed transaction (the signature of ``observe_commits``).
+    def apply(self, facts: Iterable[SessionFact]) -> None:
+        """Extend the timeline with one committed transaction's typed facts (a ``TransactionObserver``: give it to
+        ``SessionStore.observe_commits``, ``SessionStore.open(observer=...)`` or ``reduce_session``).
 
-        The facts must already be accepted by the strict reducer (committed by a store, or read from a file that
-        :meth:`from_bytes` validated); they are not validated again.
+        The facts are the strict reducer's (typed only once it accepted them); they are not checked again.
         """
         for fact in facts:
-            kind = fact["kind"]
-            if kind == "entry":
-                self._entry(fact["id"], fact["entry"], fact["timestamp"])
-            elif kind == "record":
-                self._record(fact["id"], fact["record"], fact["timestamp"])
-            elif kind == "usage" and "attemptId" in fact:
-                self._usage(fact["attemptId"], fact["usage"])
+            if isinstance(fact, UsageRecorded):
+                if fact.attempt_id is not None:
+                    self._usage(fact.attempt_id, fact.usage)
+            elif isinstance(fact, ToolResultEntry):
+                self._tool_result(fact)
+            elif isinstance(fact, AssistantEntry):
+                self._assistant(fact)
+            elif isinstance(fact, ToolStarted):
+                self._tool_started(fact)
+            elif isinstance(fact, StepAttempt):
+                self._step_attempt(fact)
+            elif isinstance(fact, UserEntry):
+                self._user_texts[fact.id] = fact.content
+                self._append([UserItem(fact.id, fact.content, fact.timestamp)])
+            elif isinstance(fact, StepFailed):
+                error = StepError(fact.code, fact.message)
+                self._update_step(fact.attempt_id, status="failed", error=error, finished_at=fact.timestamp)
+            elif isinstance(fact, RunStarted):
+                operation = _Operation("run")
+                operation.input_text = self._user_texts.get(fact.input_entry_id)
+                self._operations[fact.operation_id] = operation
+            elif isinstance(fact, CompactionStarted):
+                operation = _Operation("compaction")
+                operation.compacted = len(fact.compacted_entry_ids)
+                operation.retained = len(fact.retained_entry_ids)
+                self._operations[fact.operation_id] = operation
+            elif isinstance(fact, CompactionEntry):
+                self._compaction(fact)
+            elif isinstance(fact, OperationFinished) and fact.outcome != "completed":
+                self._operation_notice(fact)
 
-    def _entry(self, fact_id: str, entry: Mapping[str, Any], timestamp: int) -> None:
-        if entry["type"] == "compaction":
-            self._compaction(fact_id, entry, timestamp)
-            return
-        message = entry["message"]
-        role = message["role"]
-        if role == "user":
-            self._user_texts[fact_id] = message["content"]
-            self._append([UserItem(fact_id, message["content"], timestamp)])
-        elif role == "assistant":
-            self._assistant(fact_id, entry, message, timestamp)
-        else:
-            self._tool_result(fact_id, entry, message, timestamp)
-
-    def _assistant(self, entry_id: str, entry: Mapping[str, Any], message: Mapping[str, Any], timestamp: int) -> None:
-        attempt_id = entry["attemptId"]
+    def _assistant(self, entry: AssistantEntry) -> None:
+        attempt_id, entry_id = entry.attempt_id, entry.id
         step = self._update_step(
-            attempt_id, status="settled", stop_reason=entry["stopReason"], finished_at=timestamp, notify=False
+            attempt_id, status="settled", stop_reason=entry.stop_reason, finished_at=entry.timestamp, notify=False
         )
         calls = tuple(
-            CallRef(call["id"], call["function"]["name"], call["function"]["arguments"])
-            for call in message.get("tool_calls") or ()
+            CallRef(call["id"], call["function"]["name"], call["function"]["arguments"]) for call in entry.tool_calls
         )
-        items: list[TimelineItem] = [AssistantItem(entry_id, message["content"] or "", step, calls, timestamp)]
+        items: list[TimelineItem] = [AssistantItem(entry_id, entry.content or "", step, calls, entry.timestamp)]
         items.extend(
             ToolItem(
                 call_id=call.call_id,
@@ -455,7 +474,7 @@ class Timeline:
                 arguments_text=call.arguments_text,
                 arguments=_parse_arguments(call.arguments_text),
                 status="pending",
-                step_id=entry["stepId"],
+                step_id=entry.step_id,
                 assistant_entry_id=entry_id,
                 tool_index=index,
             )
@@ -466,94 +485,70 @@ class Timeline:
         for offset in range(len(calls)):
             self._tool_by_call[(entry_id, offset)] = index + 1 + offset
 
-    def _tool_result(self, entry_id: str, entry: Mapping[str, Any], message: Mapping[str, Any], timestamp: int) -> None:
-        result = entry["result"]
-        status = result["reason"] if result["type"] == "synthetic" else result["type"]
-        started_id = entry.get("toolStartedId")
-        if started_id is not None:
-            index = self._tool_by_started[started_id]
+    def _tool_result(self, entry: ToolResultEntry) -> None:
+        if entry.tool_started_id is not None:
+            index = self._tool_by_started[entry.tool_started_id]
         else:
-            index = self._tool_by_call[(entry["assistantEntryId"], entry["toolIndex"])]
+            index = self._tool_by_call[(entry.assistant_entry_id, entry.tool_index)]  # type: ignore[index]
         item = self._items[index]
         assert isinstance(item, ToolItem)
+        status, content, timestamp = entry.status, entry.content, entry.timestamp
         duration = timestamp - item.started_at if item.started_at is not None else None
         self._replace(
             index,
             _replace(
                 item,
                 status=status,
-                result_text=message["content"],
-                outcome=call_outcome(item.name, status, message["content"]),
+                result_text=content,
+                outcome=call_outcome(item.name, status, content),
                 finished_at=timestamp,
                 duration_ms=duration,
-                result_entry_id=entry_id,
+                result_entry_id=entry.id,
             ),
         )
 
-    def _compaction(self, entry_id: str, entry: Mapping[str, Any], timestamp: int) -> None:
-        operation = self._operations.get(entry["operationId"])
+    def _compaction(self, entry: CompactionEntry) -> None:
+        operation = self._operations.get(entry.operation_id)
         step = None
         if operation is not None and operation.last_attempt_id is not None:
             step = self._steps.get(operation.last_attempt_id)
         item = CompactionItem(
-            entry_id,
-            entry["summary"],
+            entry.id,
+            entry.summary,
             operation.compacted if operation is not None else 0,
-            len(entry["retainedTail"]),
+            len(entry.retained),
             step,
-            timestamp,
+            entry.timestamp,
         )
         index = self._append([item])
         if step is not None:
             self._step_items.setdefault(step.attempt_id, []).append(index)
 
-    def _record(self, fact_id: str, record: Mapping[str, Any], timestamp: int) -> None:
-        kind = record["type"]
-        if kind == "runStarted":
-            operation = _Operation("run")
-            operation.input_text = self._user_texts.get(record["inputEntryId"])
-            self._operations[record["operationId"]] = operation
-        elif kind == "compactionStarted":
-            operation = _Operation("compaction")
-            operation.compacted = len(record["compactedEntryIds"])
-            operation.retained = len(record["retainedEntryIds"])
-            self._operations[record["operationId"]] = operation
-        elif kind == "stepAttempt":
-            self._step_attempt(record, timestamp)
-        elif kind == "stepFailed":
-            error = StepError(record["error"]["code"], record["error"]["message"])
-            self._update_step(record["attemptId"], status="failed", error=error, finished_at=timestamp)
-        elif kind == "toolStarted":
-            self._tool_started(fact_id, record, timestamp)
-        elif kind == "operationFinished" and record["outcome"] != "completed":
-            self._operation_notice(record, timestamp)
-
-    def _step_attempt(self, record: Mapping[str, Any], timestamp: int) -> None:
-        step_id = record["stepId"]
+    def _step_attempt(self, record: StepAttempt) -> None:
+        step_id, attempt_id, timestamp = record.step_id, record.attempt_id, record.timestamp
         previous = self._latest_attempt.get(step_id)
         if previous is not None and self._steps[previous].status == "attempting":
             self._update_step(previous, status="superseded", finished_at=timestamp)
-        attempt_id = record["attemptId"]
         self._steps[attempt_id] = StepInfo(
             step_id=step_id,
             attempt_id=attempt_id,
-            attempt=record["attempt"],
-            operation_id=record["operationId"],
-            step_kind=record["stepKind"],
-            model=record["configurationSnapshot"]["model"],
+            attempt=record.attempt,
+            operation_id=record.operation_id,
+            step_kind=record.step_kind,
+            model=record.model,
             started_at=timestamp,
         )
         self._latest_attempt[step_id] = attempt_id
-        operation = self._operations.get(record["operationId"])
+        operation = self._operations.get(record.operation_id)
         if operation is not None:
             operation.last_attempt_id = attempt_id
 
-    def _tool_started(self, fact_id: str, record: Mapping[str, Any], timestamp: int) -> None:
-        index = self._tool_by_call[(record["assistantEntryId"], record["toolIndex"])]
+    def _tool_started(self, record: ToolStarted) -> None:
+        index = self._tool_by_call[(record.assistant_entry_id, record.tool_index)]
         item = self._items[index]
         assert isinstance(item, ToolItem)
-        arguments = record["arguments"]
-        self._tool_by_started[fact_id] = index
+        arguments = record.arguments
+        self._tool_by_started[record.id] = index
         self._replace(
             index,
             _replace(
@@ -564,52 +559,51 @@ class Timeline:
                     item.arguments if item.tool_started_id is None else _parse_arguments(item.arguments_text)
                 )
                 != arguments,  # before its first start, ``item.arguments`` are the parsed model arguments
-                replay=record["replay"],
-                replay_key=record["replayKey"],
-                started_at=timestamp,
-                tool_started_id=fact_id,
+                replay=record.replay,
+                replay_key=record.replay_key,
+                started_at=record.timestamp,
+                tool_started_id=record.id,
             ),
         )
 
-    def _operation_notice(self, record: Mapping[str, Any], timestamp: int) -> None:
-        operation = self._operations.get(record["operationId"])
+    def _operation_notice(self, record: OperationFinished) -> None:
+        operation = self._operations.get(record.operation_id)
         step = None
         if operation is not None and operation.last_attempt_id is not None:
             step = self._steps.get(operation.last_attempt_id)
-        operation_kind = record["operationKind"]
+        operation_kind = record.operation_kind
         what = "Compaction" if operation_kind == "compaction" else "Run"
-        if record["outcome"] == "failed":
-            error = record["error"]
+        input_text = operation.input_text if operation is not None else None
+        if record.outcome == "failed":
             item = NoticeItem(
                 "failed",
-                f"{what} failed: {error['message']}",
-                record["operationId"],
+                f"{what} failed: {record.error_message}",
+                record.operation_id,
                 operation_kind,
-                timestamp,
-                code=error["code"],
+                record.timestamp,
+                code=record.error_code,
                 step=step,
-                input_text=operation.input_text if operation is not None else None,
+                input_text=input_text,
             )
         else:
             item = NoticeItem(
                 "aborted",
                 f"{what} aborted.",
-                record["operationId"],
+                record.operation_id,
                 operation_kind,
-                timestamp,
+                record.timestamp,
                 step=step,
-                input_text=operation.input_text if operation is not None else None,
+                input_text=input_text,
             )
         index = self._append([item])
         if step is not None:
             self._step_items.setdefault(step.attempt_id, []).append(index)
-        self._operations.pop(record["operationId"], None)
+        self._operations.pop(record.operation_id, None)
 
-    def _usage(self, attempt_id: str, usage: Mapping[str, int]) -> None:
+    def _usage(self, attempt_id: str, added: Usage) -> None:
         step = self._steps.get(attempt_id)
         if step is None:
             return
-        added = Usage(usage["input"], usage["output"], usage["cacheRead"], usage["cacheWrite"])
         self._update_step(attempt_id, usage=added if step.usage is None else step.usage + added)
 
     # --- step updates ------------------------------------------------------------------------------------------

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -20,7 +19,7 @@ from tiny_agent_core.errors import SessionCorruption
 from tiny_agent_core.ledger import connect, raw_captures
 from tiny_agent_core.messages import AssistantMessage
 from tiny_agent_core.providers.client import ProviderClient
-from tiny_agent_core.session import facts
+from tiny_agent_core.session import apply_transaction, facts, reduce_session
 from tiny_agent_core.session.store import SessionStore
 from tiny_agent_core.timeline import (
     AssistantItem,
@@ -189,13 +188,13 @@ def test_torn_tail_is_ignored_and_corruption_raises() -> None:
 def test_incremental_apply_matches_loading(name: str) -> None:
     data = shared_path("reference", "schemas", "session", "fixtures", f"{name}.jsonl").read_bytes()
     lines = data.split(b"\n")
-    incremental = Timeline.from_bytes(lines[0] + b"\n")
+    state = reduce_session(lines[0] + b"\n")
+    incremental = Timeline(state.header)
     recorder = Recorder(incremental)
     incremental.add_listener(recorder)
     for line in lines[1:]:
         if line:
-            value = json.loads(line)
-            incremental.apply(value if isinstance(value, list) else [value])
+            incremental.apply(apply_transaction(state, line))  # the typed facts a store's observers hear
     assert list(incremental.items) == list(Timeline.from_bytes(data).items)
     inserted = sum(call[2] for call in recorder.calls if call[0] == "inserted")
     assert inserted == len(incremental)

@@ -1,19 +1,29 @@
 """What the index derives from one session file: the session row, its physical requests and tool timings.
 
-:func:`extract_session` validates the bytes with the strict reducer and then walks the facts once, in order
-(reference notes §5.4–§5.6, §5.13): the title is the first user message, each ``stepAttempt`` is one physical
-request whose usage is the sum of the usage facts that name its attempt id (none = unknown), each
-``toolStarted`` opens a tool timing closed by its result entry. Linear in the file size.
+:func:`extract_session` validates the bytes with the strict reducer and takes the typed facts of that same walk,
+in order (reference notes §5.4–§5.6, §5.13): no line is read twice. The title is the first user message, each
+``stepAttempt`` is one physical request whose usage is the sum of the usage facts that name its attempt id
+(none = unknown), each ``toolStarted`` opens a tool timing closed by its result entry. Linear in the file size.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
-from tiny_agent_core.session import reduce_session
+from tiny_agent_core.session.fact_types import (
+    AssistantEntry,
+    CompactionEntry,
+    OperationFinished,
+    SessionFact,
+    StepAttempt,
+    StepFailed,
+    ToolResultEntry,
+    ToolStarted,
+    UsageRecorded,
+    UserEntry,
+)
+from tiny_agent_core.session.reducer import reduce_session
 from tiny_agent_core.usage import Usage
 
 TITLE_MAX = 80
@@ -97,43 +107,47 @@ def make_title(text: str) -> str:
 
 
 def extract_session(data: bytes) -> SessionFacts:
-    """Validate a session file's bytes with the strict reducer and derive its index rows.
+    """Validate a session file's bytes with the strict reducer and derive its index rows, in one walk.
 
     Raises :class:`~tiny_agent_core.errors.SessionCorruption` (the reducer's code, line and seq) for an invalid
-    file. The header, usage totals, open operation and fact count come from the reducer's state; the walk adds
-    the title, the requests, the tool timings, the last outcome and the latest model.
+    file. The header, usage totals, open operation and fact count come from the reducer's state; the reducer's
+    typed facts give the title, the requests, the tool timings, the last outcome and the latest model.
     """
-    state = reduce_session(data)
+    walker = _Walker()
+    state = reduce_session(data, walker.apply)
     header = state.header
     operation = state.operation
-    result = SessionFacts(
+    return SessionFacts(
         id=header.id,
         created_at=header.created_at,
         cwd=header.cwd,
         provider=header.provider,
-        model=header.model,
-        updated_at=header.created_at,
+        model=walker.model if walker.model is not None else header.model,
+        title=walker.title,
+        updated_at=max(header.created_at, walker.updated_at),
         operation=operation.kind,
         abort_requested=bool(getattr(operation, "abort_requested", False)),
+        last_outcome=walker.last_outcome,
         facts=state.next_seq - 1,
         usage=state.usage,
+        requests=walker.request_list,
+        tools=walker.tool_list,
+        text=walker.text(),
         committed_length=state.repaired_length,
     )
-    walker = _Walker(result)
-    lines = data[: state.repaired_length].decode("utf-8").split("\n")[1:-1]
-    for line in lines:
-        value = json.loads(line)
-        for fact in value if isinstance(value, list) else [value]:
-            walker.apply(fact)
-    result.text = walker.text()
-    return result
 
 
 class _Walker:
-    """Applies facts in order to a :class:`SessionFacts` (the file is already validated)."""
+    """Takes the reducer's typed facts in order and keeps what the index derives from them."""
 
-    def __init__(self, out: SessionFacts) -> None:
-        self.out = out
+    def __init__(self) -> None:
+        self.title = ""
+        self.model: str | None = None
+        """The model of the latest step attempt."""
+        self.updated_at = 0
+        self.last_outcome: str | None = None
+        self.request_list: list[RequestFacts] = []
+        self.tool_list: list[ToolFacts] = []
         self.requests: dict[str, RequestFacts] = {}
         self.tools: dict[str, ToolFacts] = {}
         self.lines: list[str] = []
@@ -149,102 +163,99 @@ class _Walker:
             self.lines.append(line)
             self.length += len(line) + 1
 
-    def apply(self, fact: dict[str, Any]) -> None:
-        timestamp = fact["timestamp"]
-        self.out.updated_at = max(self.out.updated_at, timestamp)
-        kind = fact["kind"]
-        if kind == "usage":
-            self._usage(fact)
-        elif kind == "entry":
-            self._entry(fact["entry"], timestamp)
-        elif kind == "record":
-            self._record(fact["id"], fact["record"], timestamp)
+    def apply(self, facts: list[SessionFact]) -> None:
+        """Take one accepted transaction."""
+        for fact in facts:
+            self.updated_at = max(self.updated_at, fact.timestamp)
+            if isinstance(fact, UsageRecorded):
+                self._usage(fact)
+            elif isinstance(fact, ToolResultEntry):
+                self._tool_result(fact)
+            elif isinstance(fact, AssistantEntry):
+                self._assistant(fact)
+            elif isinstance(fact, ToolStarted):
+                self._tool_started(fact)
+            elif isinstance(fact, StepAttempt):
+                self._step_attempt(fact)
+            elif isinstance(fact, UserEntry):
+                self._add_text(fact.content)
+                if not self.title:
+                    self.title = make_title(fact.content)
+            elif isinstance(fact, StepFailed):
+                self._step_failed(fact)
+            elif isinstance(fact, CompactionEntry):
+                self._close_attempt_of_operation(fact.operation_id, fact.timestamp)
+            elif isinstance(fact, OperationFinished) and fact.operation_kind == "run":
+                self.last_outcome = fact.outcome
 
-    def _usage(self, fact: dict[str, Any]) -> None:
-        request = self.requests.get(fact.get("attemptId", ""))
+    def _usage(self, fact: UsageRecorded) -> None:
+        request = self.requests.get(fact.attempt_id) if fact.attempt_id is not None else None
         if request is not None:
-            usage = Usage.from_dict(fact["usage"])
+            usage = fact.usage
             request.usage = usage if request.usage is None else request.usage + usage
 
-    def _entry(self, entry: dict[str, Any], timestamp: int) -> None:
-        if entry.get("type") != "message":
-            if entry.get("type") == "compaction":
-                self._close_attempt_of_operation(entry.get("operationId"), timestamp)
-            return
-        message = entry.get("message", {})
-        role = message.get("role")
-        if role in ("user", "assistant"):
-            self._message_text(message)
-        if role == "user" and not self.out.title and isinstance(message.get("content"), str):
-            self.out.title = make_title(message["content"])
-        elif role == "assistant":
-            request = self.requests.get(entry.get("attemptId", ""))
-            if request is not None:
-                request.outcome = "settled"
-                request.stop_reason = entry.get("stopReason")
-                request.finished_at = timestamp
-        elif role == "tool":
-            tool = self.tools.get(entry.get("toolStartedId", ""))
-            if tool is not None:
-                result = entry.get("result", {})
-                tool.outcome = "interrupted" if result.get("type") == "synthetic" else result.get("type")
-                tool.finished_at = timestamp
+    def _assistant(self, entry: AssistantEntry) -> None:
+        if entry.content is not None:
+            self._add_text(entry.content)
+        for call in entry.tool_calls:
+            function = call["function"]
+            self._add_text(f"{function['name']} {function['arguments']}")
+        request = self.requests.get(entry.attempt_id)
+        if request is not None:
+            request.outcome = "settled"
+            request.stop_reason = entry.stop_reason
+            request.finished_at = entry.timestamp
 
-    def _message_text(self, message: dict[str, Any]) -> None:
-        content = message.get("content")
-        if isinstance(content, str):
-            self._add_text(content)
-        for call in message.get("tool_calls") or []:
-            function = call.get("function", {})
-            self._add_text(f"{function.get('name', '')} {function.get('arguments', '')}")
+    def _tool_result(self, entry: ToolResultEntry) -> None:
+        tool = self.tools.get(entry.tool_started_id) if entry.tool_started_id is not None else None
+        if tool is not None:
+            tool.outcome = "interrupted" if entry.result_type == "synthetic" else entry.result_type
+            tool.finished_at = entry.timestamp
 
-    def _close_attempt_of_operation(self, operation_id: Any, timestamp: int) -> None:
-        for request in reversed(self.out.requests):
+    def _close_attempt_of_operation(self, operation_id: str, timestamp: int) -> None:
+        for request in reversed(self.request_list):
             if request.operation_id == operation_id:
                 if request.outcome == "open":
                     request.outcome = "settled"
                     request.finished_at = timestamp
                 return
 
-    def _record(self, fact_id: str, record: dict[str, Any], timestamp: int) -> None:
-        out = self.out
-        kind = record.get("type")
-        if kind == "stepAttempt":
-            if record["attempt"] == 2:
-                for previous in self.out.requests:
-                    if previous.step_id == record["stepId"] and previous.outcome == "open":
-                        previous.outcome = "superseded"
-                        previous.finished_at = timestamp
-            request = RequestFacts(
-                attempt_id=record["attemptId"],
-                operation_id=record["operationId"],
-                step_id=record["stepId"],
-                attempt=record["attempt"],
-                step_kind=record["stepKind"],
-                model=record["configurationSnapshot"]["model"],
-                started_at=timestamp,
-            )
-            self.requests[request.attempt_id] = request
-            out.requests.append(request)
-            out.model = request.model
-        elif kind == "stepFailed":
-            failed = self.requests.get(record.get("attemptId", ""))
-            if failed is not None:
-                failed.outcome = "failed"
-                failed.error_code = record["error"]["code"]
-                failed.finished_at = timestamp
-                status = _HTTP_STATUS.match(record["error"].get("message", ""))
-                failed.http_status = int(status.group(1)) if status else None
-        elif kind == "toolStarted":
-            tool = ToolFacts(
-                tool_started_id=fact_id,
-                operation_id=record["operationId"],
-                step_id=record["stepId"],
-                tool_call_id=record["toolCallId"],
-                tool_name=record["toolName"],
-                started_at=timestamp,
-            )
-            self.tools[fact_id] = tool
-            out.tools.append(tool)
-        elif kind == "operationFinished" and record.get("operationKind", "run") == "run":
-            out.last_outcome = record["outcome"]
+    def _step_attempt(self, record: StepAttempt) -> None:
+        if record.attempt == 2:
+            for previous in self.request_list:
+                if previous.step_id == record.step_id and previous.outcome == "open":
+                    previous.outcome = "superseded"
+                    previous.finished_at = record.timestamp
+        request = RequestFacts(
+            attempt_id=record.attempt_id,
+            operation_id=record.operation_id,
+            step_id=record.step_id,
+            attempt=record.attempt,
+            step_kind=record.step_kind,
+            model=record.model,
+            started_at=record.timestamp,
+        )
+        self.requests[request.attempt_id] = request
+        self.request_list.append(request)
+        self.model = request.model
+
+    def _step_failed(self, record: StepFailed) -> None:
+        failed = self.requests.get(record.attempt_id)
+        if failed is not None:
+            failed.outcome = "failed"
+            failed.error_code = record.code
+            failed.finished_at = record.timestamp
+            status = _HTTP_STATUS.match(record.message)
+            failed.http_status = int(status.group(1)) if status else None
+
+    def _tool_started(self, record: ToolStarted) -> None:
+        tool = ToolFacts(
+            tool_started_id=record.id,
+            operation_id=record.operation_id,
+            step_id=record.step_id,
+            tool_call_id=record.tool_call_id,
+            tool_name=record.tool_name,
+            started_at=record.timestamp,
+        )
+        self.tools[record.id] = tool
+        self.tool_list.append(tool)

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tiny_agent_core.errors import SessionCorruption
+from tiny_agent_core.session.fact_types import SessionFact
 from tiny_agent_core.session.framing import check_committed, committed_length, parse_line, parse_line_bytes, strip_bom
 from tiny_agent_core.session.rules.compaction import apply_compaction_started
 from tiny_agent_core.session.rules.context import MAX_SAFE_INTEGER, FactContext
@@ -43,12 +44,20 @@ from tiny_agent_core.session.rules.operations import (
 from tiny_agent_core.session.rules.steps import apply_step_attempt, apply_step_failed
 from tiny_agent_core.session.rules.tool_calls import SYNTHETIC_CONTENT, apply_tool_started
 from tiny_agent_core.session.rules.usage import apply_usage
-from tiny_agent_core.session.state import SessionState
+from tiny_agent_core.session.state import SessionHeader, SessionState
 
-__all__ = ["SYNTHETIC_CONTENT", "StagedTransaction", "apply_transaction", "reduce_session", "stage_transaction"]
+__all__ = [
+    "SYNTHETIC_CONTENT",
+    "StagedTransaction",
+    "TransactionObserver",
+    "apply_transaction",
+    "read_header",
+    "reduce_session",
+    "stage_transaction",
+]
 
 _RECORD_FACT_KEYS = frozenset({"kind", "seq", "id", "timestamp", "record"})
-_RECORD_RULES: dict[str, Callable[[FactContext, dict[str, Any]], None]] = {
+_RECORD_RULES: dict[str, Callable[[FactContext, dict[str, Any]], SessionFact]] = {
     "runStarted": apply_run_started,
     "compactionStarted": apply_compaction_started,
     "stepAttempt": apply_step_attempt,
@@ -58,76 +67,86 @@ _RECORD_RULES: dict[str, Callable[[FactContext, dict[str, Any]], None]] = {
     "operationFinished": apply_operation_finished,
 }
 
+TransactionObserver = Callable[[list[SessionFact]], None]
+"""Hears each accepted transaction's facts, typed, in file order."""
 
-def _apply_record(context: FactContext, fact: dict[str, Any]) -> None:
+
+def _apply_record(context: FactContext, fact: dict[str, Any]) -> SessionFact:
     context.only_keys(fact, _RECORD_FACT_KEYS)
     record = context.object(fact.get("record"))
     kind = record.get("type")
     rule = _RECORD_RULES.get(kind) if type(kind) is str else None
     if rule is None:
         context.fail("INVALID_FACT")
-    rule(context, record)
+    return rule(context, record)
 
 
-def _apply_fact(context: FactContext, value: Any) -> bool:
-    """Apply one fact; returns True if it breaks the transcript's role order (reported after the transaction)."""
+def _apply_fact(context: FactContext, value: Any) -> SessionFact:
+    """Apply one fact and return it typed (a message that breaks the role order sets ``context.violation``)."""
     if type(value) is not dict:
         context.fail("INVALID_FACT")
     state, index = context.state, context.index
     seq = value.get("seq")
     if type(seq) is not int or seq != state.next_seq:  # the expected int needs no further check
         seq = context.count(seq, "INVALID_FACT", 1)
-    context.seq = seq
+    context.seq = context.fact_seq = seq
     if seq != state.next_seq:
         context.fail("SEQ_MISMATCH")
     fact_id = context.uuid(value.get("id"))
     context.fact_id = fact_id
     timestamp = value.get("timestamp")
     if type(timestamp) is not int or not 0 <= timestamp <= MAX_SAFE_INTEGER:  # the usual int needs no call
-        context.count(timestamp)
+        timestamp = context.count(timestamp)
+    context.timestamp = timestamp
     if fact_id in index.ids:
         context.fail("DUPLICATE_ID")
     kind = value.get("kind")
-    violation = False
+    fact: SessionFact
     if kind == "entry" and type(kind) is str:
-        violation = apply_entry(context, value)
+        fact = apply_entry(context, value)
     elif kind == "record" and type(kind) is str:
-        _apply_record(context, value)
+        fact = _apply_record(context, value)
     elif kind == "usage" and type(kind) is str:
-        apply_usage(context, value)
+        fact = apply_usage(context, value)
     else:
         context.fail("INVALID_FACT")
     if fact_id in index.reserved:
         context.fail("DUPLICATE_ID")
     context.journal.add(index.ids, fact_id)
     context.journal.assign(state, "next_seq", seq + 1)
-    return violation
+    return fact
 
 
-def _apply_transaction(context: FactContext, value: Any) -> None:
-    """Apply one transaction line's parsed value (a fact or a non-empty list of facts) at ``context.line``."""
+def _apply_transaction(context: FactContext, value: Any) -> list[SessionFact]:
+    """Apply one transaction line's parsed value (a fact or a non-empty list of facts) at ``context.line``;
+    returns its facts, typed."""
     context.seq = None
-    facts = value if type(value) is list else (value,)
-    if not facts:
+    context.violation = False
+    if type(value) is not list:
+        accepted = [_apply_fact(context, value)]
+    elif not value:
         context.fail("EMPTY_TRANSACTION")
-    violation = False
-    for fact in facts:
-        context.seq = None
-        if _apply_fact(context, fact):
-            violation = True
-    if violation:
+    else:
+        accepted = []
+        for fact in value:
+            context.seq = None
+            accepted.append(_apply_fact(context, fact))
+    if context.violation:
         context.seq = context.state.next_seq - 1
         context.fail("INVALID_TRANSCRIPT")
+    return accepted
 
 
 class StagedTransaction:
     """A transaction applied to a state that can still be undone (the store writes it, then commits)."""
 
-    __slots__ = ("_journal", "_state")
+    __slots__ = ("_journal", "_state", "facts")
 
-    def __init__(self, state: SessionState, journal: Journal) -> None:
+    def __init__(self, state: SessionState, journal: Journal, facts: list[SessionFact]) -> None:
         self._state = state
         self._journal: Journal | None = journal
+        self.facts = facts
+        """The transaction's facts, typed, in order."""
 
     def commit(self) -> None:
         """Keep the transaction (forget how to undo it)."""
@@ -151,36 +170,42 @@ def stage_transaction(state: SessionState, line: bytes, line_no: int | None = No
     number = state.line_count + 1 if line_no is None else line_no
     journal = Journal()
     try:
-        _apply_transaction(FactContext(state, journal, number), parse_line_bytes(line, number))
+        accepted = _apply_transaction(FactContext(state, journal, number), parse_line_bytes(line, number))
     except BaseException:
         journal.rollback()
         raise
     journal.assign(state, "line_count", number)
     journal.assign(state, "repaired_length", state.repaired_length + len(line) + 1)
-    return StagedTransaction(state, journal)
+    return StagedTransaction(state, journal, accepted)
 
 
-def apply_transaction(state: SessionState, line: bytes, line_no: int | None = None) -> None:
-    """Apply one transaction line (its bytes without the LF) to ``state``, atomically.
+def apply_transaction(state: SessionState, line: bytes, line_no: int | None = None) -> list[SessionFact]:
+    """Apply one transaction line (its bytes without the LF) to ``state``, atomically; returns its facts, typed.
 
     On success the state advances (``line_count`` and ``repaired_length`` include the line and its LF). On any
     violation it raises :class:`SessionCorruption` with the code, line and seq the reducer would report for the
     file with this line appended, and ``state`` is exactly as before. Cost: O(size of the line).
     """
-    stage_transaction(state, line, line_no).commit()
+    staged = stage_transaction(state, line, line_no)
+    staged.commit()
+    return staged.facts
 
 
-def reduce_session(data: bytes) -> SessionState:
+def reduce_session(data: bytes, observer: TransactionObserver | None = None) -> SessionState:
     """Reduce the bytes of a session file to its state, or raise :class:`SessionCorruption` (notes §5.3–5.7).
 
     Bytes after the last LF (a torn tail) are ignored; ``state.repaired_length`` says where the committed
     prefix ends. The result can be advanced with :func:`apply_transaction`. Linear in ``len(data)``; the cyclic
     garbage collector is paused meanwhile (the state is acyclic, and re-scanning it for every batch of new
     objects would make loading superlinear).
+
+    ``observer``, if given, hears every accepted transaction's facts (typed, in file order) as the walk goes:
+    this one walk is how the ledger's extraction and the timeline read a file. When the file turns out to be
+    corrupt it has heard the transactions before the bad line; the error is raised all the same.
     """
     end = committed_length(data)
     try:
-        return _reduce_lines(data, end)
+        return _reduce_lines(data, end, observer)
     except (SessionCorruption, UnicodeDecodeError) as error:
         # The file-wide verdicts come first (raw surrogates, then invalid UTF-8 anywhere in the committed
         # prefix); each line is decoded once, as it is read, so they are checked only when something failed.
@@ -190,7 +215,19 @@ def reduce_session(data: bytes) -> SessionState:
         raise
 
 
-def _reduce_lines(data: bytes, end: int) -> SessionState:
+def read_header(data: bytes) -> SessionHeader:
+    """The header of a session file's bytes (line 1) without reducing the rest; when line 1 is not a valid header,
+    the :class:`SessionCorruption` :func:`reduce_session` raises for the whole file (its verdicts come in the
+    reference's order)."""
+    try:
+        stop = data.index(b"\n")
+        return parse_header(parse_line(strip_bom(data[:stop].decode("utf-8")), 1))
+    except (SessionCorruption, UnicodeDecodeError, ValueError) as error:
+        reduce_session(data)  # raises the file's verdict
+        raise SessionCorruption("INVALID_HEADER", 1) from error  # pragma: no cover - the reducer raised
+
+
+def _reduce_lines(data: bytes, end: int, observer: TransactionObserver | None) -> SessionState:
     """Decode and reduce the committed lines (a line that is not UTF-8 raises ``UnicodeDecodeError``)."""
     view = memoryview(data)
     stop = data.index(b"\n")
@@ -206,7 +243,9 @@ def _reduce_lines(data: bytes, end: int) -> SessionState:
         while start < end:
             stop = data.index(b"\n", start)
             context.line += 1
-            _apply_transaction(context, parse_line(str(view[start:stop], "utf-8"), context.line))
+            accepted = _apply_transaction(context, parse_line(str(view[start:stop], "utf-8"), context.line))
+            if observer is not None:
+                observer(accepted)
             start = stop + 1
     finally:
         if collecting:

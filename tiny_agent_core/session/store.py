@@ -32,15 +32,16 @@ import re
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
 from tiny_agent_core.errors import SessionCorruption, SessionError, SessionLockedError, TransactionRejectedError
+from tiny_agent_core.session.fact_types import SessionFact
 from tiny_agent_core.session.facts import new_id
-from tiny_agent_core.session.reducer import apply_transaction, reduce_session, stage_transaction
+from tiny_agent_core.session.reducer import TransactionObserver, apply_transaction, reduce_session, stage_transaction
 from tiny_agent_core.session.state import SessionState
 
 __all__ = [
@@ -58,7 +59,8 @@ ENVIRONMENT_IDENTITY_VARIABLE = "TINY_AGENT_ENVIRONMENT_IDENTITY"
 _UUID7_ANY_CASE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", re.IGNORECASE)
 _FILE_NAME = re.compile(r".+_([0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12})\.jsonl")
 _DUMPS = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
-CommitObserver = Callable[[list[dict[str, Any]]], None]
+CommitObserver = TransactionObserver
+"""Hears each committed transaction's facts, typed (:mod:`tiny_agent_core.session.fact_types`)."""
 # link() errors of file systems without hard links (FAT, exFAT, some network shares): rename() instead.
 _NO_HARD_LINKS = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EMLINK})
 
@@ -271,7 +273,9 @@ class SessionStore:
         return cls(path, state, fd)
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], *, read_only: bool = False) -> Self:
+    def open(
+        cls, path: str | os.PathLike[str], *, read_only: bool = False, observer: CommitObserver | None = None
+    ) -> Self:
         """Open an existing session file.
 
         For writing (the default): take the exclusive lock (:class:`SessionLockedError` if another writer has
@@ -279,6 +283,9 @@ class SessionStore:
         in the file name, truncate a torn tail and re-chmod to 0600. ``read_only=True`` only reads and reduces;
         a torn tail is ignored, not repaired. A file without a complete header line is ``MISSING_HEADER`` with a
         message that says it can be deleted (:func:`require_header_line`).
+
+        ``observer`` hears every committed transaction of the file as it is reduced (the one walk over the
+        file, see :func:`reduce_session`), then every later append, as if given to :meth:`observe_commits`.
         """
         path = Path(path)
         match = _FILE_NAME.fullmatch(path.name)
@@ -288,9 +295,9 @@ class SessionStore:
             with open(path, "rb") as handle:
                 data = handle.read()
             require_header_line(data, path.name)
-            state = reduce_session(data)
+            state = reduce_session(data, observer)
             cls._check_name(state, match.group(1))
-            return cls(path, state, None)
+            return cls._opened(path, state, None, observer)
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -298,7 +305,7 @@ class SessionStore:
             _lock(fd, path, match.group(1))
             data = _read_all(fd)
             require_header_line(data, path.name)
-            state = reduce_session(data)
+            state = reduce_session(data, observer)
             cls._check_name(state, match.group(1))
             if state.repaired_length != len(data):
                 os.ftruncate(fd, state.repaired_length)
@@ -307,7 +314,14 @@ class SessionStore:
         except BaseException:
             os.close(fd)
             raise
-        return cls(path, state, fd)
+        return cls._opened(path, state, fd, observer)
+
+    @classmethod
+    def _opened(cls, path: Path, state: SessionState, fd: int | None, observer: CommitObserver | None) -> Self:
+        store = cls(path, state, fd)
+        if observer is not None:
+            store.observe_commits(observer)
+        return store
 
     @staticmethod
     def _check_name(state: SessionState, name_id: str) -> None:
@@ -346,7 +360,8 @@ class SessionStore:
     def refresh(self) -> int:
         """Read-only stores: apply the transactions another process appended since; returns how many.
 
-        O(new bytes). A corrupt new line raises :class:`SessionCorruption` and leaves the state as it was.
+        O(new bytes). A corrupt new line raises :class:`SessionCorruption` and leaves the state as it was (the
+        lines before it stay applied). Observers hear each applied transaction, as they hear appends.
         """
         if not self.read_only:
             return 0  # a writer already has every committed transaction
@@ -359,7 +374,7 @@ class SessionStore:
             start = 0
             while start <= end:
                 stop = data.index(b"\n", start)
-                apply_transaction(self._state, data[start:stop])
+                self._notify(apply_transaction(self._state, data[start:stop]))
                 count += 1
                 start = stop + 1
             return count
@@ -367,8 +382,15 @@ class SessionStore:
     # --- writing -------------------------------------------------------------------------------------------------
 
     def observe_commits(self, observer: CommitObserver) -> None:
-        """Call ``observer(facts)`` after every committed append; its exceptions are ignored (as the reference)."""
+        """Call ``observer(facts)`` with the typed facts of every later committed append (and, for a read-only
+        store, of every transaction :meth:`refresh` applies); its exceptions are ignored (as the reference)."""
         self._observers.append(observer)
+
+    def _notify(self, accepted: list[SessionFact]) -> None:
+        for observer in list(self._observers):
+            # Observers are lossy projections (the ledger, the window); they cannot undo a commit.
+            with contextlib.suppress(Exception):
+                observer(accepted)
 
     def append(self, facts: Mapping[str, Any] | Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Append one transaction: a fact or a non-empty sequence of facts. Returns the committed facts.
@@ -419,10 +441,7 @@ class SessionStore:
                     raise SessionError(f"Could not write session {self.session_id}: {error.strerror}") from error
                 raise
             staged.commit()
-        for observer in list(self._observers):
-            # Observers are lossy projections (the ledger, the window); they cannot undo a commit.
-            with contextlib.suppress(Exception):
-                observer(committed)
+        self._notify(staged.facts)
         return committed
 
     def _writable_fd(self) -> int:

@@ -26,6 +26,7 @@ from tiny_agent_core.session import (
     session_file_name,
     state_to_json,
 )
+from tiny_agent_core.session.fact_types import AbortRequested, RunStarted, SessionFact, UserEntry
 
 NAME = re.compile(
     r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z_[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\.jsonl"
@@ -273,14 +274,32 @@ def test_closed_store_refuses_appends(store: SessionStore) -> None:
 
 
 def test_commit_observers_see_committed_facts_and_cannot_break_appends(store: SessionStore) -> None:
-    seen: list[list[dict[str, Any]]] = []
+    seen: list[list[SessionFact]] = []
     store.observe_commits(seen.append)
     store.observe_commits(lambda committed: 1 / 0)  # type: ignore[func-returns-value]
     committed = store.append(run_facts())
-    assert seen == [committed]
+    assert len(seen) == 1
+    user, run = seen[0]
+    assert isinstance(user, UserEntry)
+    assert isinstance(run, RunStarted)
+    assert [(fact.seq, fact.id, fact.timestamp) for fact in seen[0]] == [
+        (fact["seq"], fact["id"], fact["timestamp"]) for fact in committed
+    ]
+    assert user.message == committed[0]["entry"]["message"]
+    assert (run.operation_id, run.input_entry_id) == (committed[1]["record"]["operationId"], user.id)
     with pytest.raises(TransactionRejectedError):
         store.append(run_facts())
     assert len(seen) == 1
+
+
+def test_an_observer_given_at_open_hears_the_file_then_every_append(store: SessionStore) -> None:
+    store.append(run_facts())
+    store.close()
+    heard: list[list[SessionFact]] = []
+    with SessionStore.open(store.path, observer=heard.append) as reopened:
+        assert [type(fact) for transaction in heard for fact in transaction] == [UserEntry, RunStarted]
+        reopened.append(abort_fact(reopened))
+    assert [type(fact) for fact in heard[-1]] == [AbortRequested]
 
 
 def abort_fact(store: SessionStore) -> dict[str, Any]:

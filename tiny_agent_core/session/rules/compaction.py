@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tiny_agent_core.session.canonical_json import fast_canonical_json
+from tiny_agent_core.session.fact_types import CompactionEntry, CompactionStarted
 from tiny_agent_core.session.rules.context import FactContext, Reservations
 from tiny_agent_core.session.rules.messages import check_message, check_role_order
 from tiny_agent_core.session.state import IDLE, CompactionOperation, EntryInfo, SessionIndex
@@ -34,7 +35,7 @@ _COMPACTION_STARTED_KEYS = frozenset(
 )
 
 
-def apply_compaction_started(context: FactContext, record: dict[str, Any]) -> None:
+def apply_compaction_started(context: FactContext, record: dict[str, Any]) -> CompactionStarted:
     """A ``compactionStarted`` record: an idle session starts compacting its messages up to an entry."""
     context.only_keys(record, _COMPACTION_STARTED_KEYS)
     if record.get("operationKind") != "compaction" or context.state.operation is not IDLE:
@@ -66,6 +67,17 @@ def apply_compaction_started(context: FactContext, record: dict[str, Any]) -> No
     context.commit_reservations(reservations)
     context.journal.put(index.operations, operation_id, operation)
     context.journal.assign(context.state, "operation", operation)
+    return CompactionStarted(
+        context.fact_seq,
+        context.fact_id,
+        context.timestamp,
+        operation_id,
+        input_through,
+        result_entry_id,
+        compacted,
+        retained,
+        source_digest,
+    )
 
 
 def _source_item(index: SessionIndex, position: int) -> str:
@@ -98,7 +110,7 @@ def _source_digest(context: FactContext, through: int) -> str:
     return "sha256:" + str(final.hexdigest())
 
 
-def apply_compaction_entry(context: FactContext, entry: dict[str, Any]) -> None:
+def apply_compaction_entry(context: FactContext, entry: dict[str, Any]) -> CompactionEntry:
     """The compaction entry: the summary and retained tail that become the active context."""
     index = context.index
     if index.reserved.get(context.fact_id) != "compactionResult":
@@ -109,7 +121,8 @@ def apply_compaction_entry(context: FactContext, entry: dict[str, Any]) -> None:
         context.fail("INVALID_TRANSITION")
     if found.result_entry_id != context.fact_id:
         context.fail("INVALID_REFERENCE")
-    boundary_info = index.entries.get(context.uuid(entry.get("compactedThroughEntryId")))
+    boundary_id = context.uuid(entry.get("compactedThroughEntryId"))
+    boundary_info = index.entries.get(boundary_id)
     if boundary_info is None:
         context.fail("INVALID_REFERENCE")
     summary = entry.get("summary")
@@ -135,6 +148,9 @@ def apply_compaction_entry(context: FactContext, entry: dict[str, Any]) -> None:
     info = EntryInfo(None, len(index.entry_ids), -1, found.operation_id, attempt.step_id, attempt.attempt_id)
     journal.put(index.entries, context.fact_id, info)
     journal.append(index.entry_ids, context.fact_id)
+    return CompactionEntry(
+        context.fact_seq, context.fact_id, context.timestamp, found.operation_id, summary, boundary_id, retained
+    )
 
 
 def _message_entries(index: SessionIndex, first: int, last: int) -> Iterator[str]:

@@ -90,7 +90,7 @@ class ValueChecks:
 class FactContext(ValueChecks):
     """One fact being checked and applied: where it is, and the state it changes (through the journal)."""
 
-    __slots__ = ("fact_id", "index", "journal", "state")
+    __slots__ = ("fact_id", "fact_seq", "index", "journal", "state", "timestamp", "violation")
 
     def __init__(self, state: SessionState, journal: Journal, line: int) -> None:
         super().__init__(line)
@@ -99,6 +99,13 @@ class FactContext(ValueChecks):
         self.journal = journal
         self.fact_id = ""
         """The fact's ``id`` once it has been read."""
+        self.fact_seq = 0
+        """The fact's ``seq`` once it has been read (``seq`` is reset between facts, for error positions)."""
+        self.timestamp = 0
+        """The fact's ``timestamp`` once it has been read."""
+        self.violation = False
+        """Whether a message of the transaction so far broke the transcript's role order (reported once the whole
+        transaction has been applied, as the reference validates the transcript after each transaction)."""
 
     def reserve(self, value: Any, reservations: Reservations, kind: str = "identity") -> str:
         """A new pre-allocated id: unused so far, and not already reserved by this fact."""
@@ -128,9 +135,8 @@ class FactContext(ValueChecks):
         operation = self.state.operation
         return operation if type(operation) is RunOperation else None
 
-    def check_error(self, value: Any) -> None:
-        """An ``{"code", "message"}`` error object of non-empty strings."""
+    def check_error(self, value: Any) -> tuple[str, str]:
+        """An ``{"code", "message"}`` error object of non-empty strings; returns ``(code, message)``."""
         error = self.object(value)
         self.only_keys(error, _ERROR_KEYS)
-        self.string(error.get("code"))
-        self.string(error.get("message"))
+        return self.string(error.get("code")), self.string(error.get("message"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tiny_agent_core.session.fact_types import AssistantEntry, CompactionEntry, ToolResultEntry, UserEntry
 from tiny_agent_core.session.rules.compaction import apply_compaction_entry
 from tiny_agent_core.session.rules.context import FactContext
 from tiny_agent_core.session.rules.messages import append_message, check_message
@@ -19,8 +20,10 @@ _ASSISTANT_ENTRY_KEYS = frozenset({"type", "stepId", "attemptId", "stopReason", 
 _STOP_REASONS = frozenset({"stop", "toolUse", "length"})
 
 
-def apply_entry(context: FactContext, fact: dict[str, Any]) -> bool:
-    """Apply an entry fact; returns True if its message breaks the transcript's role order."""
+def apply_entry(
+    context: FactContext, fact: dict[str, Any]
+) -> UserEntry | AssistantEntry | ToolResultEntry | CompactionEntry:
+    """Apply an entry fact; returns it typed. A message that breaks the role order sets ``context.violation``."""
     context.only_keys(fact, _ENTRY_FACT_KEYS)
     entry = context.object(fact.get("entry"))
     kind = entry.get("type")
@@ -34,19 +37,19 @@ def apply_entry(context: FactContext, fact: dict[str, Any]) -> bool:
         return apply_tool_result(context, entry, message)
     if kind != "compaction" or type(kind) is not str:
         context.fail("INVALID_FACT")
-    apply_compaction_entry(context, entry)
-    return False
+    return apply_compaction_entry(context, entry)
 
 
-def _apply_user(context: FactContext, entry: dict[str, Any], message: dict[str, Any]) -> bool:
+def _apply_user(context: FactContext, entry: dict[str, Any], message: dict[str, Any]) -> UserEntry:
     index = context.index
     if context.fact_id in index.reserved:
         context.fail("DUPLICATE_ID")
     context.only_keys(entry, _USER_ENTRY_KEYS)
-    return append_message(context, message, EntryInfo(message, len(index.entry_ids), len(index.message_ids)))
+    append_message(context, message, EntryInfo(message, len(index.entry_ids), len(index.message_ids)))
+    return UserEntry(context.fact_seq, context.fact_id, context.timestamp, message)
 
 
-def _apply_assistant(context: FactContext, entry: dict[str, Any], message: dict[str, Any]) -> bool:
+def _apply_assistant(context: FactContext, entry: dict[str, Any], message: dict[str, Any]) -> AssistantEntry:
     index, journal = context.index, context.journal
     if context.fact_id in index.reserved:
         context.fail("DUPLICATE_ID")
@@ -77,4 +80,13 @@ def _apply_assistant(context: FactContext, entry: dict[str, Any], message: dict[
         attempt.attempt_id,
         stop_reason,
     )
-    return append_message(context, message, info)
+    append_message(context, message, info)
+    return AssistantEntry(
+        context.fact_seq,
+        context.fact_id,
+        context.timestamp,
+        step_id,
+        attempt_id,
+        stop_reason,
+        message,
+    )

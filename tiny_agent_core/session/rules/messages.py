@@ -95,8 +95,9 @@ def check_role_order(context: FactContext, messages: list[dict[str, Any]]) -> No
             context.fail("INVALID_TRANSCRIPT")
 
 
-def append_message(context: FactContext, message: dict[str, Any], info: EntryInfo) -> bool:
-    """Append the fact's message entry everywhere it goes; returns True if it breaks the role order.
+def append_message(context: FactContext, message: dict[str, Any], info: EntryInfo) -> None:
+    """Append the fact's message entry everywhere it goes; one that breaks the role order sets
+    ``context.violation``.
 
     A violation is reported once the whole transaction has been applied (``INVALID_TRANSCRIPT`` at its last
     seq), as the reference validates the transcript after each transaction.
@@ -104,22 +105,21 @@ def append_message(context: FactContext, message: dict[str, Any], info: EntryInf
     state, index, journal, fact_id = context.state, context.index, context.journal, context.fact_id
     pending = index.pending_calls
     role = message["role"]
-    violation = False
     if role == "assistant":
-        violation = bool(pending)
+        if pending:
+            context.violation = True
         journal.assign(index, "pending_calls", {call["id"] for call in message.get("tool_calls") or ()})
     elif role == "tool":
         call_id = message["tool_call_id"]
         if call_id in pending:
             journal.discard(pending, call_id)
         else:
-            violation = True
+            context.violation = True
     elif pending:
-        violation = True
+        context.violation = True
     journal.append(state.transcript, message)
     journal.append(state.active_context, message)
     journal.assign(index, "active_through", fact_id)
     journal.put(index.entries, fact_id, info)
     journal.append(index.entry_ids, fact_id)
     journal.append(index.message_ids, fact_id)
-    return violation

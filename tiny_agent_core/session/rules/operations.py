@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tiny_agent_core.session.fact_types import AbortRequested, OperationFinished, RunStarted
 from tiny_agent_core.session.rules.context import FactContext, Reservations
 from tiny_agent_core.session.state import IDLE, CompactionOperation, RunOperation
 
@@ -25,7 +26,7 @@ _COMPLETIONS = frozenset({"normal", "truncated"})
 _JS_BLANK = re.compile("[\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]*").fullmatch
 
 
-def apply_run_started(context: FactContext, record: dict[str, Any]) -> None:
+def apply_run_started(context: FactContext, record: dict[str, Any]) -> RunStarted:
     """A ``runStarted`` record: an idle session starts a run from one of its user entries."""
     context.only_keys(record, _RUN_STARTED_KEYS)
     if record.get("operationKind") != "run" or context.state.operation is not IDLE:
@@ -40,23 +41,34 @@ def apply_run_started(context: FactContext, record: dict[str, Any]) -> None:
     context.commit_reservations(reservations)
     context.journal.put(context.index.operations, operation_id, operation)
     context.journal.assign(context.state, "operation", operation)
+    return RunStarted(context.fact_seq, context.fact_id, context.timestamp, operation_id, input_entry_id)
 
 
-def apply_abort_requested(context: FactContext, record: dict[str, Any]) -> None:
+def apply_abort_requested(context: FactContext, record: dict[str, Any]) -> AbortRequested:
     """An ``abortRequested`` record (Escape), once per operation, naming the phase it came in."""
     context.only_keys(record, _ABORT_KEYS)
     found = context.open_operation(record.get("operationId"))
     if record.get("operationKind") != found.kind or record.get("reason") != "escape":
         context.fail("INVALID_TRANSITION")
     phase = context.choice(record.get("phase"), _PHASES)
-    if (phase == "tool") != (type(record.get("toolCallId")) is str):
+    tool_call_id = record.get("toolCallId")
+    if (phase == "tool") != (type(tool_call_id) is str):
         context.fail("INVALID_FACT")
     if context.state.operation is not found or found.abort_requested:
         context.fail("INVALID_TRANSITION")
     context.journal.assign(found, "abort_requested", True)
+    return AbortRequested(
+        context.fact_seq,
+        context.fact_id,
+        context.timestamp,
+        found.operation_id,
+        found.kind,
+        phase,
+        tool_call_id if type(tool_call_id) is str else None,
+    )
 
 
-def apply_operation_finished(context: FactContext, record: dict[str, Any]) -> None:
+def apply_operation_finished(context: FactContext, record: dict[str, Any]) -> OperationFinished:
     """An ``operationFinished`` record for the active operation, with what its outcome requires."""
     context.only_keys(record, _FINISHED_KEYS)
     found = context.open_operation(record.get("operationId"))
@@ -79,12 +91,25 @@ def apply_operation_finished(context: FactContext, record: dict[str, Any]) -> No
         context.fail("INVALID_FACT")
     if outcome != "completed" and "completion" in record:
         context.fail("INVALID_FACT")
+    error_code = error_message = None
     if outcome == "failed":
-        context.check_error(record.get("error"))
+        error_code, error_message = context.check_error(record.get("error"))
     elif "error" in record:
         context.fail("INVALID_FACT")
     context.journal.assign(found, "finished", True)
     context.journal.assign(context.state, "operation", IDLE)
+    return OperationFinished(
+        context.fact_seq,
+        context.fact_id,
+        context.timestamp,
+        found.operation_id,
+        found.kind,
+        outcome,
+        record.get("completion") if outcome == "completed" else None,
+        record.get("finalEntryId") if outcome == "completed" else None,
+        error_code,
+        error_message,
+    )
 
 
 def _check_run_completed(context: FactContext, record: dict[str, Any], run: RunOperation) -> None:

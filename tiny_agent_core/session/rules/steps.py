@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from tiny_agent_core.session.canonical_json import digest_text, fast_canonical_json
+from tiny_agent_core.session.fact_types import StepAttempt, StepFailed
 from tiny_agent_core.session.rules.context import FactContext, Reservations
 from tiny_agent_core.session.state import IDLE, Attempt, CompactionOperation, RunOperation
 
@@ -36,7 +37,7 @@ _SNAPSHOT_KEYS = frozenset(
 _SNAPSHOT_TOOL_KEYS = frozenset({"name", "definitionDigest"})
 
 
-def apply_step_attempt(context: FactContext, record: dict[str, Any]) -> None:
+def apply_step_attempt(context: FactContext, record: dict[str, Any]) -> StepAttempt:
     """A ``stepAttempt`` record: the first attempt of a new step, or the retry of an interrupted one."""
     context.only_keys(record, _STEP_ATTEMPT_KEYS)
     found = context.open_operation(record.get("operationId"))
@@ -80,6 +81,19 @@ def apply_step_attempt(context: FactContext, record: dict[str, Any]) -> None:
     operation = context.state.operation
     if operation is not IDLE:
         journal.assign(operation, "step", attempt)
+    return StepAttempt(
+        context.fact_seq,
+        context.fact_id,
+        context.timestamp,
+        found.operation_id,
+        step_id,
+        attempt_id,
+        number,
+        step_kind,
+        context_id,
+        snapshot,
+        digest,
+    )
 
 
 def _check_previous_step_done(context: FactContext, found: RunOperation | CompactionOperation) -> None:
@@ -126,12 +140,12 @@ def _interrupted_first_attempt(
     return first
 
 
-def apply_step_failed(context: FactContext, record: dict[str, Any]) -> None:
+def apply_step_failed(context: FactContext, record: dict[str, Any]) -> StepFailed:
     """A ``stepFailed`` record: an open attempt of the operation ended with a provider error."""
     context.only_keys(record, _STEP_FAILED_KEYS)
     found = context.open_operation(record.get("operationId"))
     attempt = context.index.attempts.get(context.uuid(record.get("attemptId")))
-    context.check_error(record.get("error"))
+    code, message = context.check_error(record.get("error"))
     if (
         attempt is None
         or attempt.operation_id != found.operation_id
@@ -145,6 +159,16 @@ def apply_step_failed(context: FactContext, record: dict[str, Any]) -> None:
     operation = context.state.operation
     if operation is not IDLE and operation.step is attempt:  # type: ignore[union-attr]
         journal.assign(attempt, "status", "failed")
+    return StepFailed(
+        context.fact_seq,
+        context.fact_id,
+        context.timestamp,
+        found.operation_id,
+        attempt.step_id,
+        attempt.attempt_id,
+        code,
+        message,
+    )
 
 
 def _check_snapshot(context: FactContext, value: Any) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tiny_agent_core.session.fact_types import ToolResultEntry, ToolStarted
 from tiny_agent_core.session.rules.context import FactContext, Reservations
 from tiny_agent_core.session.rules.messages import append_message, tool_calls_of
 from tiny_agent_core.session.state import EntryInfo, RunOperation, ToolCallState
@@ -47,8 +48,8 @@ _TOOL_STARTED_KEYS = frozenset(
 )
 
 
-def apply_tool_result(context: FactContext, entry: dict[str, Any], message: dict[str, Any]) -> bool:
-    """Apply a tool message entry; returns True if it breaks the transcript's role order."""
+def apply_tool_result(context: FactContext, entry: dict[str, Any], message: dict[str, Any]) -> ToolResultEntry:
+    """Apply a tool message entry; returns it typed (one that breaks the role order sets ``context.violation``)."""
     pre_execution = "assistantEntryId" in entry or "toolIndex" in entry
     context.only_keys(entry, _PRE_RESULT_KEYS if pre_execution else _STARTED_RESULT_KEYS)
     result = context.object(entry.get("result"))
@@ -62,7 +63,7 @@ def apply_tool_result(context: FactContext, entry: dict[str, Any], message: dict
 
 def _apply_pre_execution_result(
     context: FactContext, entry: dict[str, Any], message: dict[str, Any], result: dict[str, Any]
-) -> bool:
+) -> ToolResultEntry:
     """A synthetic result for a call that never started (unknown tool, invalid or truncated arguments, abort)."""
     step_id, tool_name = entry["stepId"], entry["toolName"]  # checked by apply_tool_result
     result_type = result.get("type")
@@ -92,12 +93,25 @@ def _apply_pre_execution_result(
         context.fail("INVALID_TRANSCRIPT")
     context.journal.add(index.tool_pairs, pair)
     info = EntryInfo(message, len(index.entry_ids), len(index.message_ids), assistant.operation_id, step_id)
-    return append_message(context, message, info)
+    append_message(context, message, info)
+    return ToolResultEntry(
+        context.fact_seq,
+        context.fact_id,
+        context.timestamp,
+        step_id,
+        tool_name,
+        message,
+        "synthetic",
+        reason,
+        None,
+        assistant_entry_id,
+        tool_index,
+    )
 
 
 def _apply_started_result(
     context: FactContext, entry: dict[str, Any], message: dict[str, Any], result: dict[str, Any]
-) -> bool:
+) -> ToolResultEntry:
     """The result of a started tool: its own output, or ``interrupted`` when its outcome is unknown."""
     step_id, tool_name = entry["stepId"], entry["toolName"]  # checked by apply_tool_result
     index, journal, fact_id = context.index, context.journal, context.fact_id
@@ -111,7 +125,8 @@ def _apply_started_result(
             context.fail("INVALID_TRANSCRIPT")
     elif "reason" in result:
         context.fail("INVALID_FACT")
-    started = index.tools.get(context.uuid(entry.get("toolStartedId")))
+    started_id = context.uuid(entry.get("toolStartedId"))
+    started = index.tools.get(started_id)
     if (
         started is None
         or started.step_id != step_id
@@ -125,10 +140,23 @@ def _apply_started_result(
     journal.assign(started.operation, "pending_tools", started.operation.pending_tools - 1)
     journal.remove(index.reserved, fact_id)
     info = EntryInfo(message, len(index.entry_ids), len(index.message_ids), started.operation_id, started.step_id)
-    return append_message(context, message, info)
+    append_message(context, message, info)
+    return ToolResultEntry(
+        context.fact_seq,
+        fact_id,
+        context.timestamp,
+        step_id,
+        tool_name,
+        message,
+        result_type,
+        "interrupted" if result_type == "synthetic" else None,
+        started_id,
+        None,
+        None,
+    )
 
 
-def apply_tool_started(context: FactContext, record: dict[str, Any]) -> None:
+def apply_tool_started(context: FactContext, record: dict[str, Any]) -> ToolStarted:
     """A ``toolStarted`` record: a call of the run's settled step, of a declared tool, about to run."""
     context.only_keys(record, _TOOL_STARTED_KEYS)
     found = context.open_operation(record.get("operationId"))
@@ -192,3 +220,19 @@ def apply_tool_started(context: FactContext, record: dict[str, Any]) -> None:
     journal.add(index.tool_pairs, pair)
     journal.append(found.tool_calls, tool)
     journal.assign(found, "pending_tools", found.pending_tools + 1)
+    return ToolStarted(
+        context.fact_seq,
+        context.fact_id,
+        context.timestamp,
+        found.operation_id,
+        step_id,
+        assistant_entry_id,
+        tool_index,
+        tool_call_id,
+        tool_name,
+        arguments,
+        replay,
+        replay_key,
+        environment_identity,
+        result_entry_id,
+    )

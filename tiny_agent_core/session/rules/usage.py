@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tiny_agent_core.session.fact_types import UsageRecorded
 from tiny_agent_core.session.rules.context import MAX_SAFE_INTEGER, FactContext
 from tiny_agent_core.session.state import Attempt, ToolCallState
 
@@ -14,7 +15,7 @@ _USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite")
 _USAGE_KEY_SET = frozenset(_USAGE_KEYS)
 
 
-def apply_usage(context: FactContext, fact: dict[str, Any]) -> None:
+def apply_usage(context: FactContext, fact: dict[str, Any]) -> UsageRecorded:
     """A usage fact of an operation's attempt or started tool; every total stays a safe integer."""
     context.only_keys(fact, _USAGE_FACT_KEYS)
     index = context.index
@@ -24,19 +25,25 @@ def apply_usage(context: FactContext, fact: dict[str, Any]) -> None:
     has_attempt = "attemptId" in fact
     if has_attempt == ("toolStartedId" in fact):
         context.fail("INVALID_FACT")
+    attempt_id = tool_started_id = None
     if has_attempt:
-        owner: Attempt | ToolCallState | None = index.attempts.get(context.uuid(fact["attemptId"]))
+        attempt_id = context.uuid(fact["attemptId"])
+        owner: Attempt | ToolCallState | None = index.attempts.get(attempt_id)
     else:
-        owner = index.tools.get(context.uuid(fact["toolStartedId"]))
+        tool_started_id = context.uuid(fact["toolStartedId"])
+        owner = index.tools.get(tool_started_id)
     if owner is None or owner.operation_id != operation_id:
         context.fail("INVALID_REFERENCE")
     usage = context.object(fact.get("usage"))
     context.only_keys(usage, _USAGE_KEY_SET)
     totals = index.usage_totals
-    new = []
+    amounts = []
     for position, key in enumerate(_USAGE_KEYS):
         amount = context.count(usage.get(key))
         if totals[position] > MAX_SAFE_INTEGER - amount:
             context.fail("INVALID_FACT")
-        new.append(totals[position] + amount)
-    context.journal.assign(index, "usage_totals", tuple(new))
+        amounts.append(amount)
+    context.journal.assign(index, "usage_totals", tuple(map(int.__add__, totals, amounts)))
+    return UsageRecorded(
+        context.fact_seq, context.fact_id, context.timestamp, operation_id, attempt_id, tool_started_id, *amounts
+    )
