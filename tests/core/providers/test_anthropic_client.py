@@ -16,7 +16,12 @@ import pytest
 from tests.core.providers.support import TEST_KEY, run_chat
 from tests.loopback import LoopbackServer, Reply
 from tiny_agent_core.errors import RateLimitError, ServerError
-from tiny_agent_core.providers.anthropic import ANTHROPIC_VERSION, normalize_body, normalize_sse_text
+from tiny_agent_core.providers.anthropic import (
+    ANTHROPIC_VERSION,
+    MAX_CACHE_BREAKPOINTS,
+    normalize_body,
+    normalize_sse_text,
+)
 from tiny_agent_core.providers.client import ChatCompleted, ProviderClient
 from tiny_agent_core.providers.profiles import ProviderProfile
 from tiny_agent_core.providers.results import StreamedText, UsageReported
@@ -118,49 +123,92 @@ def test_the_profile_api_kind_selects_the_adapter() -> None:
 # --- the ledger ----------------------------------------------------------------------------------------------
 
 
+def anthropic_agent(tmp_path: Path, server: LoopbackServer, client: ProviderClient, *, streaming: bool) -> Any:
+    """A real agent (no tools offered, none approved) in a fresh workspace, speaking Anthropic to the server."""
+    from tests.core.agent.conftest import AllowListApprover, Harness
+    from tiny_agent_core.agent.loop import Agent
+    from tiny_agent_core.session.store import SessionStore
+    from tiny_agent_core.tools.approval import ApprovalPolicy, ToolSettings
+    from tiny_agent_core.tools.registry import builtin_tools
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    store = SessionStore.create(workspace, model=MODEL, provider="anthropic")
+    harness = Harness(workspace, server, None, store)  # type: ignore[arg-type]
+    harness.agent = Agent(
+        store=store,
+        client=client,
+        profile=anthropic_profile(server, streaming=streaming),
+        model=MODEL,
+        workspace=workspace,
+        tools=builtin_tools(workspace, names=("read",)),
+        policy=ApprovalPolicy(ToolSettings.in_memory()),
+        approver=AllowListApprover(()),
+        api_key=TEST_KEY,
+        on_event=harness.events.append,
+        record_request=harness.records.append,
+    )
+    return harness
+
+
+MODEL = "claude-sonnet-4-5"
+
+
+async def test_a_tool_round_trip_goes_back_as_tool_use_and_tool_result_blocks(
+    tmp_path: Path, server: LoopbackServer, client: ProviderClient
+) -> None:
+    harness = anthropic_agent(tmp_path, server, client, streaming=True)
+    server.queue(Reply.from_case(recording("03")), Reply.from_case(recording("01")))  # a tool call, then an answer
+    await harness.agent.run("What is the weather in Paris?")
+    harness.store.close()
+    first, second = (request.json() for request in server.requests)
+    assert [tool["name"] for tool in first["tools"]] == ["read"]
+    assert first["tools"][-1]["cache_control"] == {"type": "ephemeral"}
+    assistant, results = second["messages"][1:]
+    assert assistant == {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "I'll check the current weather in Paris for you."},
+            {
+                "type": "tool_use",
+                "id": "toolu_01NRLabsLyVHZPKxbKvkfSMn",
+                "name": "get_weather",
+                "input": {"location": "Paris"},
+            },
+        ],
+    }
+    [result] = results["content"]
+    assert result["type"] == "tool_result"
+    assert result["tool_use_id"] == "toolu_01NRLabsLyVHZPKxbKvkfSMn"
+    assert result["content"] == "Error: Unknown tool; the tool was not executed."  # the agent does not have it
+    assert result["cache_control"] == {"type": "ephemeral"}
+    assert second["messages"][0]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert json.dumps(second).count('"cache_control"') == MAX_CACHE_BREAKPOINTS
+    assert harness.reduced().transcript[-1]["content"] == "- Captain\n- Scoop"
+
+
 async def test_anthropic_cache_usage_lands_in_the_ledger_priced_at_the_cache_rates(
     tmp_path: Path, server: LoopbackServer, client: ProviderClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.core.agent.conftest import Harness
-    from tiny_agent_core.agent.loop import Agent
     from tiny_agent_core.agent.recording import LedgerRecorder
     from tiny_agent_core.ledger import connect
     from tiny_agent_core.ledger.costs import cost_rows
     from tiny_agent_core.ledger.repricing import refresh_prices
     from tiny_agent_core.pricing import PriceOverride
-    from tiny_agent_core.session.store import SessionStore
-    from tiny_agent_core.tools.approval import ApprovalPolicy, ToolSettings
-    from tiny_agent_core.tools.registry import builtin_tools
 
     monkeypatch.setenv("TINY_AGENT_DATA_DIR", str(tmp_path / "data"))  # never the user's ledger or settings
     monkeypatch.setenv("TINY_AGENT_CONFIG_DIR", str(tmp_path / "config"))
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    model = "claude-sonnet-4-5"
-    store = SessionStore.create(workspace, model=model, provider="anthropic")
-    harness = Harness(workspace, server, None, store)  # type: ignore[arg-type]
-    harness.agent = Agent(
-        store=store,
-        client=client,
-        profile=anthropic_profile(server, streaming=False),
-        model=model,
-        workspace=workspace,
-        tools=builtin_tools(workspace, names=()),
-        policy=ApprovalPolicy(ToolSettings.in_memory()),
-        approver=None,  # type: ignore[arg-type]
-        api_key=TEST_KEY,
-        on_event=harness.events.append,
-        record_request=harness.records.append,
-    )
+    harness = anthropic_agent(tmp_path, server, client, streaming=False)
     server.queue(Reply.from_case(recording("08")))  # input 3, cache read 1111, cache write 418, output 33
     await harness.agent.run("Explain Python briefly.")
+    store = harness.store
     conn = connect()
-    recorder = LedgerRecorder(conn, store.path, workspace)
+    recorder = LedgerRecorder(conn, store.path, harness.workspace)
     try:
         for record in harness.records:
             recorder(record)
         rates = PriceOverride(Decimal(3), Decimal(15), cache_read=Decimal("0.30"), cache_write=Decimal("3.75"))
-        refresh_prices(conn, {("anthropic", model): rates})
+        refresh_prices(conn, {("anthropic", MODEL): rates})
         row = conn.execute(
             "SELECT input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, cost_source FROM requests"
         ).fetchone()
