@@ -34,7 +34,7 @@ from pathlib import Path
 from tiny_agent_core.agent.events import AgentEvent, ToolFinished
 from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, Agent, RequestRecord, RunResult
 from tiny_agent_core.compare_reports import Contender, RunReport, RunStatus
-from tiny_agent_core.comparisons import Comparison, ComparisonError, save_comparison
+from tiny_agent_core.comparisons import Comparison, ComparisonError, record_bytes, write_record
 from tiny_agent_core.errors import TinyAgentError
 from tiny_agent_core.pricing import Overrides
 from tiny_agent_core.providers.client import ProviderClient
@@ -101,6 +101,7 @@ class CompareRun:
         self._tasks: list[asyncio.Task[None]] = []
         self._aborts: list[asyncio.Future[bool]] = []
         self._cancelled = False
+        self._saving = asyncio.Lock()
 
     @property
     def running(self) -> bool:
@@ -111,15 +112,21 @@ class CompareRun:
         """Save the comparison, start every run, wait for all of them, save the outcome, and return the reports (in
         the contenders' order). Raises :class:`~tiny_agent_core.comparisons.ComparisonError` when the comparison
         cannot be saved at the start (nothing is run then); a failure to save the end is logged."""
-        await asyncio.to_thread(save_comparison, self.comparison)
+        await self._save()
         self._tasks = [asyncio.ensure_future(self._one(index)) for index in range(len(self.reports))]
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self.comparison.ended_at = time.time_ns() // 1_000_000
         try:
-            await asyncio.to_thread(save_comparison, self.comparison)
+            await self._save()
         except ComparisonError as error:
             _log.error("%s", error)
         return self.reports
+
+    async def _save(self) -> None:
+        """Save the record: taken on the loop that changes the reports, written in a worker thread, one save at a
+        time (so an older state never replaces a newer one)."""
+        async with self._saving:
+            await asyncio.to_thread(write_record, self.folder, record_bytes(self.comparison))
 
     def cancel(self) -> None:
         """Stop every run: a running agent aborts durably (as Esc); a run still copying is cancelled."""
@@ -145,6 +152,7 @@ class CompareRun:
         try:
             destination = self.folder / f"{index + 1}-{_slug(contender.model)}"
             report.copy = await asyncio.to_thread(make_copy, self.workspace, destination, limits=self._limits)
+            await self._save()  # the copy is in the record before the run uses it: it can be discarded after a crash
             if self._cancelled:
                 raise asyncio.CancelledError
             opened = create_session(report.copy.path, contender.profile, contender.model)

@@ -57,7 +57,9 @@ __all__ = [
     "keep_run",
     "list_comparisons",
     "load_comparison",
+    "record_bytes",
     "save_comparison",
+    "write_record",
 ]
 
 _log = logging.getLogger(__name__)
@@ -277,13 +279,24 @@ def _comparison_from(folder: Path, value: Any) -> Comparison:
     )
 
 
+def record_bytes(comparison: Comparison) -> bytes:
+    """``comparison``'s record as written. Not blocking: take it on the thread that changes the reports, then write
+    it elsewhere (:func:`write_record`)."""
+    return json.dumps(comparison.to_json(), ensure_ascii=False, indent=1).encode("utf-8")
+
+
 def save_comparison(comparison: Comparison) -> None:
     """Write ``comparison``'s record atomically (creating its folder). Blocking. Raises :class:`ComparisonError`."""
-    target = comparison.record_path
-    data = json.dumps(comparison.to_json(), ensure_ascii=False, indent=1).encode("utf-8")
+    write_record(comparison.folder, record_bytes(comparison))
+
+
+def write_record(folder: Path, data: bytes) -> None:
+    """Write a record (:func:`record_bytes`) into ``folder`` atomically, creating the folder. Blocking. Raises
+    :class:`ComparisonError`."""
+    target = folder / RECORD_NAME
     temporary = target.with_name(f".{target.name}.{os.urandom(6).hex()}.tmp")
     try:
-        comparison.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

@@ -3,6 +3,7 @@ comparison whose copies are gone still reopens with every run's figures, diff an
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -167,3 +168,29 @@ async def test_a_huge_diff_is_saved_without_its_text(tmp_path: Path) -> None:
     assert change["diff"] is None
     assert change["note"] == "the diff was too large to save with the comparison"
     assert change["added"] == MAX_SAVED_DIFF_CHARS // 8
+
+
+async def test_the_record_names_every_copy_while_the_runs_go(tmp_path: Path) -> None:
+    """Saved as each copy is made: after a crash mid-compare the copies can still be found and discarded."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "greet.py").write_text("print('hi')\n")
+    stall = Reply.sse("data: {}\n\n", stall_after=0, stall=30)
+    with LoopbackServer() as server:
+        server.handler = ScriptedModels({"a": [stall], "b": [stall]})
+        profile = custom_profile(server.base_url, name="Loop")
+        async with ProviderClient() as client:
+            run = CompareRun(
+                workspace, "go", [Contender(profile, "a"), Contender(profile, "b")], folder=tmp_path, client=client
+            )
+            task = asyncio.ensure_future(run.run())
+            assert await asyncio.to_thread(server.wait_for_requests, 2, 10)
+            midway = load_comparison(run.folder)  # what a crash now would leave
+            run.cancel()
+            await asyncio.wait_for(task, 10)
+    assert midway.ended_at is None
+    assert not any(report.ended for report in midway.reports)
+    assert all(report.copy is not None and report.copy.path.is_dir() for report in midway.reports)
+    discard_copies(midway)
+    assert not any(report.copy for report in midway.reports)
+    assert not any(path.name.startswith(("1-", "2-")) for path in run.folder.iterdir())
