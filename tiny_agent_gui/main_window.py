@@ -40,7 +40,6 @@ from tiny_agent_core.errors import SecretStoreError, SettingsError, TinyAgentErr
 from tiny_agent_core.fork import fork_before
 from tiny_agent_core.ledger import IndexConnection, default_workspace, raw_captures, scan_workspace
 from tiny_agent_core.ledger.index import SessionSummary
-from tiny_agent_core.ledger.paths import data_dir
 from tiny_agent_core.local_servers import LocalServer, detect_local_servers
 from tiny_agent_core.mcp.app_servers import AppServers
 from tiny_agent_core.mcp.errors import McpConnectError, McpError, connect_advice
@@ -81,9 +80,6 @@ TEST_PROMPT = "Say hello in one sentence, then list the files in this folder."
 
 INSPECTOR_COLLAPSE_WIDTH = 900
 """Below this window width the inspector starts hidden (View › Toggle Inspector, Ctrl+I, shows it)."""
-
-COMPARE_FOLDER_NAME = "compare"
-"""Folder (inside the data folder) holding the workspace copies of compare runs, one sub-folder per compare."""
 
 
 @dataclass
@@ -1113,6 +1109,7 @@ class MainWindow(QMainWindow):
         """A compare run of ``prompt`` on ``entries`` in copies of the open session's workspace (else the current
         one), in the data folder; ``None`` (and a banner) when a model's provider cannot be used."""
         from tiny_agent_core.compare import CompareRun, Contender
+        from tiny_agent_core.comparisons import comparisons_folder
 
         settings = self.services.settings
         contenders = []
@@ -1131,7 +1128,7 @@ class MainWindow(QMainWindow):
             workspace,
             prompt,
             contenders,
-            folder=data_dir() / COMPARE_FOLDER_NAME,
+            folder=comparisons_folder(),
             client=self.services.client,
             allowed=allowed,  # the view's checkboxes are the whole policy: standing permissions do not apply
             ledger=self.services.ledger,
