@@ -46,7 +46,7 @@ from PySide6.QtWidgets import (
 
 from tiny_agent_core.agent.events import StepFinished
 from tiny_agent_core.mcp.exchanges import McpExchange
-from tiny_agent_core.mcp.names import display_name, parse_function_name
+from tiny_agent_core.mcp.names import display_name, parse_function_name, shown_name
 from tiny_agent_core.timeline import AssistantItem, CompactionItem, NoticeItem, StepInfo, Timeline, ToolItem, UserItem
 from tiny_agent_core.wire_view import CaptureAnswer, capture_answer, capture_text, capture_values, curl_command
 from tiny_agent_gui.json_tree import JsonTree
@@ -157,7 +157,7 @@ def step_text(
 def tool_text(item: ToolItem) -> str:
     """The call's outcome, summary, timing and replay policy as ``label: value`` lines."""
     lines = [
-        f"tool: {item.name}",
+        f"tool: {shown_name(item.name)}",
         f"summary: {item.summary}",
         f"outcome: {tool_state(item)}",
         f"recorded result: {_RESULT_WORDS.get(item.status, 'synthetic: ' + item.status)}",

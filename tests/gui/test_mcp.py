@@ -229,7 +229,9 @@ def server() -> Iterator[LoopbackServer]:
         yield running
 
 
-def mcp_window(tmp_path: Path, server: LoopbackServer, qtbot: QtBot, catalog: AppCatalog) -> MainWindow:
+def mcp_window(
+    tmp_path: Path, server: LoopbackServer, qtbot: QtBot, catalog: AppCatalog, tools: ToolSettings | None = None
+) -> MainWindow:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     settings = AppSettings()
@@ -244,7 +246,7 @@ def mcp_window(tmp_path: Path, server: LoopbackServer, qtbot: QtBot, catalog: Ap
         connect(tmp_path / "index.sqlite3"),
         settings,
         KeyStore(environ={}),
-        ToolSettings.in_memory(),
+        tools if tools is not None else ToolSettings.in_memory(),
         ask_context=False,
         mcp_catalog=path,
     )
@@ -264,6 +266,18 @@ async def windows(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> AsyncItera
         await window.controller.aclose()
         window.services.ledger.close()
         await window.services.client.http.aclose()
+
+
+async def close(window: MainWindow) -> None:
+    """Close the window as the user does, and wait until it has shut down (its MCP servers stopped)."""
+    app = QApplication.instance()
+    assert isinstance(app, QApplication)
+    app.setQuitOnLastWindowClosed(False)  # the test's event loop must outlive the window
+    try:
+        window.close()
+        await until(lambda: window._shut_down, 30)
+    finally:
+        app.setQuitOnLastWindowClosed(True)
 
 
 def approval_dialog() -> ApprovalDialog | None:
@@ -316,14 +330,7 @@ async def test_a_window_session_offers_asks_shows_and_stops_an_mcp_server(
     response = inspector.mcp_response.model()
     assert "content" in {response.index(row, 0).data() for row in range(response.rowCount())}
 
-    app = QApplication.instance()
-    assert isinstance(app, QApplication)
-    app.setQuitOnLastWindowClosed(False)  # the test's event loop must outlive the window
-    try:
-        window.close()
-        await until(lambda: window._shut_down, 30)
-    finally:
-        app.setQuitOnLastWindowClosed(True)
+    await close(window)
     assert server_children() == []  # the stdio server was stopped, not left behind
 
 
@@ -345,3 +352,26 @@ async def test_a_server_that_cannot_start_gives_a_banner_and_the_run_goes_on(
     assert last.text == "Answered without MCP."
     offered = [tool["function"]["name"] for tool in server.requests[0].json()["tools"]]
     assert not any(name.startswith("mcp__") for name in offered)
+
+
+async def test_an_always_allowed_server_is_called_without_asking(
+    tmp_path: Path, server: LoopbackServer, qtbot: QtBot, windows: list[MainWindow]
+) -> None:
+    tools = ToolSettings.in_memory()
+    tools.allow_always("mcp:t")  # as the MCP tab's "Always allow" of the server stores it
+    window = mcp_window(tmp_path, server, qtbot, AppCatalog({"t": stdio_server("t")}, frozenset({"t"})), tools)
+    windows.append(window)
+    echo = function_name("t", "echo")
+    assert echo is not None
+    server.queue(tool_reply(("c1", echo, '{"text": "no questions"}')), text_reply("Done.", usage=(5000, 2)))
+    asked: list[object] = []
+    window.controller.bridge.approval_needed.connect(asked.append)
+    window.composer.submitted.emit("call the echo tool")
+    await until(lambda: window.controller.busy, 5)
+    await window.controller.wait_idle()
+    assert asked == []
+    assert approval_dialog() is None
+    assert window.timeline is not None
+    call = next(item for item in window.timeline.items if isinstance(item, ToolItem))
+    assert (call.status, "no questions" in (call.result_text or "")) == ("success", True)
+    await close(window)

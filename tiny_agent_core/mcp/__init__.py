@@ -6,8 +6,12 @@
 - :mod:`.connection`: one server through the SDK, every wait bounded (:mod:`.stdio`: a local server's transport,
   its messages bounded);
 - :mod:`.limits`, :mod:`.results`, :mod:`.names`: the reference's limits, result text and names;
-- :mod:`.allow`: ``--allow mcp:ALIAS[/TOOL]``.
+- :mod:`.allow`: ``--allow mcp:ALIAS[/TOOL]``;
+- :mod:`.app_catalog`: the desktop's own catalog file (which servers exist, which a window connects);
+  :mod:`.app_servers`: a window's servers (connected before a run, kept, closed with the window) and the settings
+  page's Test; :mod:`.exchanges`: the raw calls a window keeps for its inspector.
 
-Importing this package loads nothing; :mod:`.catalog`, :mod:`.names`, :mod:`.allow` and :mod:`.errors` do not load
-the SDK, so a settings page can read and check a catalog cheaply.
+Importing this package loads nothing; :mod:`.catalog`, :mod:`.names`, :mod:`.allow`, :mod:`.errors`,
+:mod:`.app_catalog`, :mod:`.app_servers` and :mod:`.exchanges` do not load the SDK, so a settings page can read and
+check a catalog cheaply (:mod:`.app_servers` imports it in a worker thread when it first connects).
 """

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -173,3 +174,14 @@ def test_an_exchange_belongs_to_the_call_announced_last_and_is_bounded_and_maske
     assert big is not None
     assert len(big.response.encode()) < MAX_EXCHANGE_BYTES + 100
     assert big.response_value() is None  # cut: shown as text only
+
+
+def test_the_window_modules_do_not_load_the_sdk_until_they_connect() -> None:
+    """The window and its settings page start without the SDK (about a second to import)."""
+    code = (
+        "import sys\n"
+        "import tiny_agent_core.mcp.app_catalog, tiny_agent_core.mcp.app_servers, tiny_agent_core.mcp.exchanges\n"
+        "print(sorted(name for name in sys.modules if name.split('.')[0] in ('mcp', 'mcp_types', 'httpx2')))\n"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"
