@@ -24,7 +24,7 @@ from tiny_agent_core.ledger.index import set_session_meta
 from tiny_agent_core.ledger.rebuild import rebuild
 from tiny_agent_core.session_meta import SessionMeta, meta_path
 from tiny_agent_gui.sessions import SessionListModel, SessionListPane
-from tiny_agent_gui.sessions.delegate import SEPARATOR, second_line
+from tiny_agent_gui.sessions.delegate import GAP, SEPARATOR, second_line
 
 NOW = int(datetime(2026, 11, 20, 12, 0).timestamp() * 1000)
 HOUR = 3_600_000
@@ -157,14 +157,15 @@ def test_the_model_tag_is_never_pushed_out_by_the_cost_at_the_lists_real_width(
         index = model.index(row)
         width = pane.list_view.visualRect(index).adjusted(6, 6, -6, -6).width()
         tag = index.data(SessionListModel.ModelNameRole)
-        for cost in ("$0.0042", "≥ $0.0042 + 12 unknown", "cost unknown"):
-            line = second_line(metrics, width, tag, index.data(SessionListModel.WorkspaceRole), cost, "3 h ago")
+        for costs in (("$0.0042", "$0.0042"), ("≥ $0.0042 + 12 unknown", "≥ $0.0042"), ("cost unknown", "$?")):
+            line = second_line(metrics, width, tag, index.data(SessionListModel.WorkspaceRole), costs, "3 h ago")
             assert line.model == tag
-            used = sum(metrics.horizontalAdvance(part) for part in (line.model, line.right))
-            used += metrics.horizontalAdvance(SEPARATOR) * (1 + bool(line.middle))
-            used += metrics.horizontalAdvance(line.middle)
+            used = sum(metrics.horizontalAdvance(part) for part in (line.model, line.right, GAP))
+            if line.middle:
+                used += metrics.horizontalAdvance(SEPARATOR + line.middle)
             assert used <= width
             assert line.right.endswith("3 h ago")  # the time stays; the cost gives way
+            assert line.right.split(SEPARATOR)[0] in (*costs, "3 h ago")  # an amount is never cut short
     assert not pane.grab().isNull()
 
 

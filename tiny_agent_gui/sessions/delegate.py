@@ -3,8 +3,8 @@ title; the model's short tag, what the row came from (a re-run's origin, the wor
 cost · time at the right.
 
 Room on the second line goes first to the model tag (elided only when it alone is wider than the row), then to
-the time, then to the cost (elided, never pushing the model out), and what is left to the origin and workspace
-(:func:`second_line`, measured with the row's font).
+the time, then to the cost (in full, else its short form, else left out: an amount is never cut, and never pushes
+the model out), and what is left to the workspace (:func:`second_line`, measured with the row's font).
 """
 
 from __future__ import annotations
@@ -26,7 +26,10 @@ MARKS: dict[SessionStatus, tuple[str, str]] = {
 """The glyph and colour of each status mark (the status word is in the tooltip and the accessible text)."""
 
 _PAD = 6
-SEPARATOR = "  ·  "
+SEPARATOR = " · "
+"""Between the cost and the time, and before the workspace."""
+GAP = "   "
+"""The least room between the model tag (or workspace) and the right-aligned cost · time."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,22 +41,17 @@ class SecondLine:
     right: str
 
 
-def second_line(metrics: QFontMetrics, width: int, model: str, middle: str, cost: str, when: str) -> SecondLine:
-    """Fit the second line into ``width`` pixels: the model tag first, then the time, then the cost, then
-    ``middle`` (origin, workspace)."""
+def second_line(
+    metrics: QFontMetrics, width: int, model: str, middle: str, costs: tuple[str, ...], when: str
+) -> SecondLine:
+    """Fit the second line into ``width`` pixels: the model tag first, then the time, then the first of ``costs``
+    (the cost text, then shorter forms of it) that fits, then ``middle`` (the workspace)."""
     elide = Qt.TextElideMode.ElideRight
     model_text = model if metrics.horizontalAdvance(model) <= width else metrics.elidedText(model, elide, width)
-    room = width - metrics.horizontalAdvance(model_text) - metrics.horizontalAdvance(SEPARATOR)
-    right = f"{cost}{SEPARATOR}{when}"
-    if room <= 0:
-        right = ""
-    elif metrics.horizontalAdvance(right) > room:
-        cost_room = room - metrics.horizontalAdvance(f"{SEPARATOR}{when}")
-        if cost_room >= metrics.horizontalAdvance("$0…"):
-            right = f"{metrics.elidedText(cost, elide, cost_room)}{SEPARATOR}{when}"
-        else:
-            right = when if metrics.horizontalAdvance(when) <= room else ""
-    room -= metrics.horizontalAdvance(right) + (metrics.horizontalAdvance(SEPARATOR) if right else 0)
+    room = width - metrics.horizontalAdvance(model_text) - metrics.horizontalAdvance(GAP)
+    candidates = [f"{cost}{SEPARATOR}{when}" for cost in costs] + [when]
+    right = next((text for text in candidates if metrics.horizontalAdvance(text) <= room), "")
+    room -= metrics.horizontalAdvance(right) + metrics.horizontalAdvance(SEPARATOR)
     middle_text = ""
     if middle and room > metrics.horizontalAdvance("…") * 4:
         middle_text = metrics.elidedText(middle, elide, room)
@@ -131,15 +129,12 @@ class SessionRowDelegate(QStyledItemDelegate):
         title = QFontMetrics(title_font).elidedText(str(index.data()), Qt.TextElideMode.ElideRight, rect.right() - x)
         painter.drawText(QRect(x, rect.top(), rect.right() - x, line), Qt.AlignmentFlag.AlignVCenter, title)
 
-        middle = [str(index.data(SessionListModel.OriginRole) or "")]
-        if self.show_workspace:
-            middle.append(str(index.data(SessionListModel.WorkspaceRole)))
         parts = second_line(
             metrics,
             rect.width(),
             str(index.data(SessionListModel.ModelNameRole)),
-            SEPARATOR.join(part for part in middle if part),
-            str(index.data(SessionListModel.CostTextRole)),
+            str(index.data(SessionListModel.WorkspaceRole)) if self.show_workspace else "",
+            (str(index.data(SessionListModel.CostTextRole)), str(index.data(SessionListModel.ShortCostRole))),
             str(index.data(SessionListModel.RelativeTimeRole)),
         )
         painter.setFont(base_font)

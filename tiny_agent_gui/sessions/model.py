@@ -13,6 +13,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable
 from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from PySide6.QtCore import QAbstractListModel, QByteArray, QModelIndex, QObject,
 from tiny_agent_core.ledger import SessionSummary, get_session, list_sessions
 from tiny_agent_core.ledger.costs import cost_text
 from tiny_agent_core.model_names import short_model_tag
-from tiny_agent_gui.cost.formatting import UNKNOWN_COST, local_datetime, relative_time
+from tiny_agent_gui.cost.formatting import UNKNOWN_COST, format_money, local_datetime, relative_time
 
 ModelIndex = QModelIndex | QPersistentModelIndex
 
@@ -63,6 +64,14 @@ PINNED_MAX = 500
 """Most pinned sessions listed (they are loaded at once, above the pages)."""
 
 
+def short_cost_text(cost: Decimal | None, unknown_requests: int) -> str:
+    """The cost in few characters, for a narrow row: ``$0.12``, ``≥ $0.12`` (some requests' costs unknown),
+    ``$?`` (none known) — never an amount cut short."""
+    if cost is None:
+        return "$?"
+    return f"≥ {format_money(cost)}" if unknown_requests else format_money(cost)
+
+
 def date_group(created_at: int, now: int) -> str:
     """The date group of a session created at ``created_at`` (ms) seen at ``now`` (ms), by local calendar day:
     :data:`TODAY` (also for a clock that went back), :data:`YESTERDAY`, :data:`PREVIOUS_7_DAYS` (2–7 days ago), else
@@ -97,6 +106,7 @@ class SessionListModel(QAbstractListModel):
     GroupRole = Qt.ItemDataRole.UserRole + 7
     GroupStartRole = Qt.ItemDataRole.UserRole + 8
     OriginRole = Qt.ItemDataRole.UserRole + 9
+    ShortCostRole = Qt.ItemDataRole.UserRole + 10
 
     PAGE_SIZE = 200
     """Rows fetched per page."""
@@ -306,6 +316,7 @@ class SessionListModel(QAbstractListModel):
             (self.GroupRole, b"group"),
             (self.GroupStartRole, b"groupStart"),
             (self.OriginRole, b"origin"),
+            (self.ShortCostRole, b"shortCost"),
         ):
             names[int(role)] = QByteArray(name)
         return names
@@ -316,7 +327,7 @@ class SessionListModel(QAbstractListModel):
             return None
         summary = self._rows[index.row()]
         if role == Qt.ItemDataRole.DisplayRole:
-            return summary.title or UNTITLED
+            return self._title(summary)
         if role == self.SessionRole:
             return summary
         if role == self.StatusRole:
@@ -325,6 +336,8 @@ class SessionListModel(QAbstractListModel):
             return short_model_tag(summary.model)
         if role == self.CostTextRole:
             return cost_text(summary.cost, summary.cost_unknown_requests, unknown=UNKNOWN_COST)
+        if role == self.ShortCostRole:
+            return short_cost_text(summary.cost, summary.cost_unknown_requests)
         if role == self.RelativeTimeRole:
             return relative_time(summary.created_at, self._clock())
         if role == self.WorkspaceRole:
@@ -342,6 +355,13 @@ class SessionListModel(QAbstractListModel):
             return self._spoken(summary)
         return None
 
+    def _title(self, summary: SessionSummary) -> str:
+        """The title shown: a re-run whose title is its origin's (the same first message) says what it re-ran."""
+        title = summary.title or UNTITLED
+        if summary.origin_id is not None and self._origins.get(summary.origin_id) == title:
+            return self._origin_text(summary)
+        return title
+
     def _origin_text(self, summary: SessionSummary) -> str:
         """``re-run of <origin title>`` for a fork, else ``""``."""
         if summary.origin_id is None:
@@ -349,13 +369,13 @@ class SessionListModel(QAbstractListModel):
         return f"re-run of {self._origins.get(summary.origin_id, 'another session')}"
 
     def _spoken(self, summary: SessionSummary) -> str:
-        parts = [summary.title or UNTITLED]
+        parts = [self._title(summary)]
         status = self.status(summary)
         if status is not SessionStatus.NONE:
             parts.append(status.value)
         if summary.pinned:
             parts.append("pinned")
-        if summary.origin_id is not None:
+        if summary.origin_id is not None and parts[0] != self._origin_text(summary):
             parts.append(self._origin_text(summary))
         parts += [
             summary.model,
