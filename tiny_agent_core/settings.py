@@ -69,6 +69,8 @@ CUSTOM = "custom"
 """The provider id of a profile that is not a preset (any OpenAI-compatible base URL)."""
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_API_KIND = re.compile(r"[a-z][a-z0-9-]{0,39}")
+"""What an API kind's name looks like (whether this version knows it is checked when a request is built)."""
 _PRICE_FIELDS = (("input", "input"), ("output", "output"), ("cacheRead", "cache_read"), ("cacheWrite", "cache_write"))
 """(JSON key, :class:`PriceOverride` attribute) of each rate."""
 _Bad = Callable[[str, str], SettingsFileError]
@@ -107,6 +109,11 @@ class ProfileConfig:
     """The server accepts ``content: null`` in tool-call messages (``None``: the default; off for local servers)."""
     context_length: int | None = None
     """The model's context window in tokens (``None``: asked of a local server, else unknown)."""
+    api: str | None = None
+    """The API kind the endpoint speaks (a key of :data:`~tiny_agent_core.providers.api_kinds.API_KINDS`;
+    ``None``: the preset's, ``openai-chat`` for a custom profile). The dialect settings apply to ``openai-chat``."""
+    server_state: bool | None = None
+    """Let the server keep the conversation (``openai-responses`` chaining; ``None``: the preset's, off)."""
 
     @property
     def is_custom(self) -> bool:
@@ -130,6 +137,8 @@ class ProfileConfig:
             profile,
             dialect=replace(profile.dialect, **chosen),
             context_length=self.context_length if self.context_length is not None else profile.context_length,
+            api=self.api or profile.api,
+            server_state=self.server_state if self.server_state is not None else profile.server_state,
         )
 
     def dialect_settings(self) -> dict[str, bool | None]:
@@ -399,6 +408,8 @@ _DIALECT_KEYS = (
 def _dialect_json(profile: ProfileConfig) -> dict[str, Any]:
     out: dict[str, Any] = {key: getattr(profile, attribute) for key, attribute in _DIALECT_KEYS}
     out["contextLength"] = profile.context_length
+    out["api"] = profile.api
+    out["serverState"] = profile.server_state
     return out
 
 
@@ -439,6 +450,12 @@ def _profile_from_json(entry: Any, where: str, bad: _Bad) -> ProfileConfig:
         if value is not None and not isinstance(value, bool):
             raise bad(f"{where}.{key}", "must be true, false or null")
         flags[attribute] = value
+    api = optional("api")
+    if api is not None and not _API_KIND.fullmatch(api):
+        raise bad(f"{where}.api", f"is not an API kind name: {api!r}")
+    server_state = entry.get("serverState")
+    if server_state is not None and not isinstance(server_state, bool):
+        raise bad(f"{where}.serverState", "must be true, false or null")
     context = entry.get("contextLength")
     if context is not None and (type(context) is not int or not 0 < context < 1 << 31):
         raise bad(f"{where}.contextLength", "must be a positive number of tokens or null")
@@ -450,6 +467,8 @@ def _profile_from_json(entry: Any, where: str, bad: _Bad) -> ProfileConfig:
         model,
         key_env,
         context_length=context,
+        api=api,
+        server_state=server_state,
         **flags,
     )
 

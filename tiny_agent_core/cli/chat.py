@@ -1,8 +1,10 @@
-"""``tiny-agent chat``: one streamed request to an OpenAI-compatible server, from the command line.
+"""``tiny-agent chat``: one streamed request to a provider, from the command line.
 
-``tiny-agent chat --base-url URL [--model M] [--api-key-env VAR] [--timeout SECONDS] "prompt"``
+``tiny-agent chat --base-url URL [--api KIND] [--model M] [--api-key-env VAR] [--timeout SECONDS] "prompt"``
 
-- Sends one Chat Completions request (no tools) with the prompt as the only user message and the key read from
+- Sends one request (no tools) in the API kind ``--api`` (``openai-chat``, ``anthropic``, ``openai-responses``…;
+  default: the kind of the provider the base URL belongs to, else ``openai-chat``) with the prompt as the only
+  user message and the key read from
   the environment variable VAR (default: the preset's variable, e.g. ``OPENAI_API_KEY``, when the base URL is
   a known provider; none for local servers). Without ``--model`` the first id of ``GET /models`` is used.
 - Writes the answer text to stdout as it arrives (exactly the text; a final newline only on a terminal).
@@ -35,7 +37,7 @@ import sys
 from typing import Any
 
 from tiny_agent_core.agent.events import tokens_per_second
-from tiny_agent_core.cli.arguments import base_url, request_timeouts, seconds
+from tiny_agent_core.cli.arguments import add_api_option, base_url, request_timeouts, seconds, with_api
 from tiny_agent_core.errors import EmptyResponseError, ProviderConfigurationError, ProviderError
 from tiny_agent_core.providers.client import ChatCompleted, ProviderClient, error_summary
 from tiny_agent_core.providers.profiles import ProviderProfile, check_api_key, list_models, profile_for_base_url
@@ -55,6 +57,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--base-url", required=True, type=base_url, help="e.g. https://api.openai.com/v1 or http://localhost:11434/v1"
     )
+    add_api_option(parser, default=None)
     parser.add_argument("--model", help="model id (default: the first model the server lists)")
     parser.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
     parser.add_argument(
@@ -153,7 +156,7 @@ def run_chat(args: argparse.Namespace) -> int:
     """Handler of ``tiny-agent chat``."""
     if not args.prompt.strip():
         args.parser.error("the prompt is empty")
-    profile = profile_for_base_url(args.base_url)
+    profile = with_api(profile_for_base_url(args.base_url), args.api)
     key = _api_key(args, profile)
     timeouts = request_timeouts(args.timeout)
     return asyncio.run(_chat(args, profile, key, timeouts))

@@ -1,7 +1,10 @@
 """``tiny-agent run``: run one prompt to completion in a workspace, without asking anyone.
 
-``tiny-agent run --workspace DIR --base-url URL --model M [--api-key-env VAR] [--allow TOOL]... [--session ID]
-[--timeout SECONDS] [--max-steps N] [--mcp-config FILE --mcp ALIAS...] "prompt"``
+``tiny-agent run --workspace DIR --base-url URL [--api KIND] --model M [--api-key-env VAR] [--allow TOOL]...
+[--session ID] [--timeout SECONDS] [--max-steps N] [--mcp-config FILE --mcp ALIAS...] "prompt"``
+
+- ``--api KIND`` is the wire API the server speaks (``openai-chat``, ``anthropic``, ``openai-responses``…;
+  default: the kind of the provider the base URL belongs to, else ``openai-chat``).
 
 - Only the built-ins named by ``--allow`` (``read``, ``write``, ``edit``, ``bash``, ``bg``) are offered, and any
   other call is denied (recorded as a started tool with an error result, so the model learns it was denied). A
@@ -86,7 +89,15 @@ from tiny_agent_core.agent import events
 from tiny_agent_core.agent.events import generation_seconds
 from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, Agent, RequestRecord, RunResult
 from tiny_agent_core.agent.recording import LedgerRecorder
-from tiny_agent_core.cli.arguments import base_url, existing_folder, positive_int, request_timeouts, seconds
+from tiny_agent_core.cli.arguments import (
+    add_api_option,
+    base_url,
+    existing_folder,
+    positive_int,
+    request_timeouts,
+    seconds,
+    with_api,
+)
 from tiny_agent_core.cli.index import report_recovery
 from tiny_agent_core.cli.output import discard_stdout, one_line
 from tiny_agent_core.errors import (
@@ -131,6 +142,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("prompt", help="the user message")
     parser.add_argument("--workspace", required=True, type=existing_folder, help="the folder the agent works in")
     parser.add_argument("--base-url", required=True, type=base_url, help="e.g. https://openrouter.ai/api/v1")
+    add_api_option(parser, default=None)
     parser.add_argument("--model", required=True, help="model id")
     parser.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
     parser.add_argument(
@@ -550,7 +562,7 @@ def run_command(args: argparse.Namespace) -> int:
     builtins, mcp_allows = split_allow(args.allow)
     catalog = _mcp_catalog(args, mcp_allows)
     key = _api_key(args)
-    profile = profile_for_base_url(args.base_url)
+    profile = with_api(profile_for_base_url(args.base_url), args.api)
     try:
         conn = connect()  # before the session is touched: a failure here leaves nothing half done
     except LedgerError as error:

@@ -1,6 +1,9 @@
-"""``tiny-agent wire normalize [--stream] [--status CODE] FILE``: recorded provider bytes → canonical result.
+"""``tiny-agent wire normalize [--api KIND] [--stream] [--status CODE] FILE``: recorded provider bytes → canonical
+result.
 
-It runs the code a live request runs. Output, one JSON object on stdout:
+It runs the code a live request runs, in the API kind ``--api`` (``openai-chat`` by default, ``anthropic``,
+``openai-responses``…: that adapter's JSON normalization, its stream accumulator, its HTTP error mapping). Output,
+one JSON object on stdout:
 
 - accepted, exit 0: ``{"ok": true, "stopReason", "message", "usage" (or null), "repairs": [names]}``
 - rejected, exit 2: ``{"ok": false, "error": {"kind", "message", "status"?, "retryAfter"?}}`` where ``kind`` is
@@ -14,11 +17,10 @@ import json
 import sys
 from typing import Any
 
-from tiny_agent_core.cli.arguments import http_status
+from tiny_agent_core.cli.arguments import add_api_option, http_status
 from tiny_agent_core.errors import ProviderError
+from tiny_agent_core.providers.api_kinds import DEFAULT_API, adapter_for, normalize_sse_text
 from tiny_agent_core.providers.client import error_summary
-from tiny_agent_core.providers.http_errors import http_error
-from tiny_agent_core.providers.openai_chat import normalize_response_body, normalize_sse_text
 
 
 def register(subparsers: Any) -> None:
@@ -30,18 +32,20 @@ def register(subparsers: Any) -> None:
     )
     normalize.add_argument("file", metavar="FILE", help="JSON response body, or raw SSE text with --stream; - = stdin")
     normalize.add_argument("--stream", action="store_true", help="FILE is the raw text/event-stream")
+    add_api_option(normalize, default=DEFAULT_API)
     normalize.add_argument(
         "--status", type=http_status, default=200, help="HTTP status the bytes came with, 100-599 (default 200)"
     )
     normalize.set_defaults(handler=run_normalize)
 
 
-def normalize_bytes(data: bytes, *, stream: bool, status: int) -> dict[str, Any]:
-    """The command's JSON result for ``data`` (never raises a ProviderError)."""
+def normalize_bytes(data: bytes, *, stream: bool, status: int, api: str = DEFAULT_API) -> dict[str, Any]:
+    """The command's JSON result for ``data`` in API kind ``api`` (never raises a ProviderError)."""
     try:
+        adapter = adapter_for(api)
         if status >= 400:
-            raise http_error(status, data)
-        result = normalize_sse_text(data.decode("utf-8")) if stream else normalize_response_body(data)
+            raise adapter.http_error(status, data, None)
+        result = normalize_sse_text(adapter, data.decode("utf-8")) if stream else adapter.normalize_body(data)
     except UnicodeDecodeError as error:
         return {
             "ok": False,
@@ -63,6 +67,6 @@ def run_normalize(args: argparse.Namespace) -> int:
     except OSError as error:
         print(f"tiny-agent: cannot read {args.file}: {error.strerror}", file=sys.stderr)
         return 2
-    out = normalize_bytes(data, stream=args.stream, status=args.status)
+    out = normalize_bytes(data, stream=args.stream, status=args.status, api=args.api)
     print(json.dumps(out, ensure_ascii=False))
     return 0 if out["ok"] else 2
