@@ -56,7 +56,7 @@ import httpx
 from httpx_sse import EventSource
 
 from tiny_agent_core.errors import ProviderConfigurationError, ProviderError, ProviderHTTPError
-from tiny_agent_core.providers import anthropic, openai_chat
+from tiny_agent_core.providers import anthropic, openai_chat, openai_responses
 from tiny_agent_core.providers.results import (
     DEFAULT_LIMITS,
     ConversationState,
@@ -171,6 +171,7 @@ API_KINDS: dict[str, WireAdapter] = {
     openai_chat.ADAPTER.kind: openai_chat.ADAPTER,
     # --- other API kinds register here, one line each (anthropic, openai-responses) ---
     anthropic.ADAPTER.kind: anthropic.ADAPTER,
+    openai_responses.ADAPTER.kind: openai_responses.ADAPTER,
 }
 """Every API kind this client speaks, by name."""
 
