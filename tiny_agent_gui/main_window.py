@@ -285,9 +285,11 @@ class MainWindow(QMainWindow):
         file_menu = menu.addMenu("&File")
         self.new_action = self._action("&New Session", "Ctrl+N", self.new_session)
         self.open_action = self._action("&Open Folder…", "Ctrl+O", self.open_folder)
+        self.import_action = self._action("&Import Session…", "Ctrl+Shift+O", self.import_session)
+        self.import_action.setStatusTip("Bring in a v2 session file from elsewhere (checked before it is copied)")
         self.settings_action = self._action("&Settings…", "Ctrl+,", lambda: self.open_settings())
         self.quit_action = self._action("&Quit", "Ctrl+Q", self.close)
-        for action in (self.new_action, self.open_action, self.settings_action, self.quit_action):
+        for action in (self.new_action, self.open_action, self.import_action, self.settings_action, self.quit_action):
             file_menu.addAction(action)
 
         session_menu = menu.addMenu("&Session")
@@ -373,6 +375,9 @@ class MainWindow(QMainWindow):
         bridge.tool_finished.connect(lambda event: self.statusBar().clearMessage())
         self.sessions.session_activated.connect(self._open_summary)
         self.sessions.new_session_requested.connect(self.new_session)
+        self.sessions.cost_view_requested.connect(self.open_in_costs)
+        self.sessions.before_delete = self._before_delete
+        self.controller.indexed.connect(self.sessions.refresh_session)
         self.cost_view.session_activated.connect(self._open_session_id)
         self.cost_view.set_price_requested.connect(
             lambda provider, model: self.open_settings(SettingsRequest(price_for=(provider, model)))
@@ -548,6 +553,42 @@ class MainWindow(QMainWindow):
     def show_sessions(self) -> None:
         """Show the session list, transcript and inspector."""
         self.pages.setCurrentWidget(self.splitter)
+
+    def import_session(self) -> None:
+        """Import a v2 session file into the open session's workspace (else the current one)."""
+        self.show_sessions()
+        self.sessions.import_dialog(self._compare_workspace())
+
+    def open_in_costs(self, session_id: str) -> None:
+        """The cost view over all time with one session selected (its figures side by side)."""
+        view = self.cost_view
+
+        def select() -> None:
+            view.loaded.disconnect(select)
+            rows = view.sessions_model.rows()
+            number = next((n for n, row in enumerate(rows) if row.key == session_id), None)
+            if number is not None:
+                view.table.selectRow(number)
+                view.table.scrollTo(view.sessions_model.index(number, 0))
+
+        view.loaded.connect(select)
+        view.range_combo.setCurrentText("All time")
+        self.show_costs()
+
+    def _before_delete(self, summary: SessionSummary) -> str | None:
+        """Release a session before it goes to the trash: refused while it runs; closed (and cleared) if open."""
+        session = self.controller.session
+        if session is None or session.store.session_id != summary.id:
+            return None
+        if self.controller.busy:
+            return "Stop the running operation (Esc) before deleting this session."
+        self.controller.close()
+        self.timeline = None
+        self.transcript.transcript_model().set_timeline(None)
+        self.inspector.set_timeline(None)
+        self._update_status()
+        self._update_actions()
+        return None
 
     def show_costs(self) -> None:
         """Show the cost view."""

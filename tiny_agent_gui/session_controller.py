@@ -75,6 +75,9 @@ class SessionController(QObject):
     """An operation stopped on an unexpected error and is still open in the session: offer Recover or Abort."""
     failed = Signal(str)
     """Something the user must know about that is not a run result (no provider configured, a corrupt file…)."""
+    indexed = Signal(str)
+    """A running session's index row was brought up to date once its prompt was saved (so the session list shows
+    a new session, with its title, while it runs): the session id."""
     dialect_learned = Signal(object, object)
     """``(settings profile id or None, DialectLearned)``: the running agent's server needs a repaired request form;
     the agent keeps it, the window stores it in that profile."""
@@ -115,6 +118,8 @@ class SessionController(QObject):
         self._abort: asyncio.Future[bool] | None = None
         self._closing: set[asyncio.Task[None]] = set()
         self.bridge.dialect_learned.connect(self._dialect_learned)
+        self._indexing: set[asyncio.Task[None]] = set()
+        self.bridge.run_started.connect(self._run_started)
         self.mcp = mcp
         """The window's MCP servers (``None``: no MCP)."""
         self._connecting_mcp: asyncio.Future[list[McpError]] | None = None
@@ -268,8 +273,8 @@ class SessionController(QObject):
             stopping = asyncio.ensure_future(self.mcp.aclose())
             self._closing.add(stopping)
             stopping.add_done_callback(self._closing.discard)
-        if self._closing:
-            await asyncio.gather(*self._closing, return_exceptions=True)
+        if self._closing or self._indexing:
+            await asyncio.gather(*self._closing, *self._indexing, return_exceptions=True)
 
     @property
     def mcp_running(self) -> bool:
@@ -394,6 +399,20 @@ class SessionController(QObject):
                 if report is not None:
                     report()
                 self.busy_changed.emit(False)
+
+    def _run_started(self, _event: object) -> None:
+        """The prompt is durable: index the session now (off the GUI thread), then say so with :attr:`indexed`."""
+        agent = self._agent
+        if agent is None or self._ledger is None:
+            return
+
+        async def index() -> None:
+            await self._reindex(agent)
+            self.indexed.emit(agent.store.session_id)
+
+        task = asyncio.ensure_future(index())
+        self._indexing.add(task)
+        task.add_done_callback(self._indexing.discard)
 
     async def _reindex(self, agent: Agent) -> None:
         """Bring the index row (title, tokens, state, search text) up to date with the session file.
