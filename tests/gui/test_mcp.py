@@ -27,15 +27,19 @@ from tests.gui.test_settings_dialog import Calls
 from tests.loopback import LoopbackServer
 from tiny_agent_core.ledger import connect
 from tiny_agent_core.mcp.app_catalog import AppCatalog, app_catalog_path, load_app_catalog, save_app_catalog
+from tiny_agent_core.mcp.app_servers import AppServers
 from tiny_agent_core.mcp.catalog import HttpServer, StdioServer
+from tiny_agent_core.mcp.errors import McpConnectError
 from tiny_agent_core.mcp.names import function_name
 from tiny_agent_core.providers.client import ProviderClient
+from tiny_agent_core.providers.profiles import custom_profile
 from tiny_agent_core.secrets import SERVICE, KeyStore
 from tiny_agent_core.settings import AppSettings, ProfileConfig
 from tiny_agent_core.timeline import AssistantItem, ToolItem
-from tiny_agent_core.tools.approval import ToolSettings
+from tiny_agent_core.tools.approval import AllowListApprover, ToolSettings
 from tiny_agent_gui.approval_dialog import ApprovalDialog
 from tiny_agent_gui.main_window import MainWindow, Services
+from tiny_agent_gui.session_controller import Connection, SessionController
 from tiny_agent_gui.settings import SettingsDialog
 from tiny_agent_gui.settings.mcp_page import McpPage, ServerDialog
 
@@ -52,8 +56,9 @@ async def until(condition: Callable[[], object], seconds: float = 20.0) -> None:
         await asyncio.sleep(0.02)
 
 
-def server_children() -> list[int]:
-    """This process's child processes that are the test MCP server (zombies included)."""
+def children(marker: bytes = b"tests.core.mcp.server_app") -> list[int]:
+    """This process's child processes whose command line contains ``marker`` (zombies included): by default the
+    test MCP server."""
     found = []
     for status in Path("/proc").glob("[0-9]*/status"):
         try:
@@ -62,7 +67,7 @@ def server_children() -> list[int]:
         except OSError:
             continue
         parent = re.search(r"^PPid:\s+(\d+)", text, re.MULTILINE)
-        if parent and int(parent.group(1)) == os.getpid() and b"tests.core.mcp.server_app" in command:
+        if parent and int(parent.group(1)) == os.getpid() and marker in command:
             found.append(int(status.parent.name))
     return found
 
@@ -149,7 +154,7 @@ async def test_add_test_allow_and_remove_a_stdio_server(
     save(dialog)
     assert load_app_catalog(path) == AppCatalog()
     assert ToolSettings.load(tmp_path / "config").always_allowed() == set()
-    assert server_children() == []
+    assert children() == []
 
 
 async def test_a_failing_test_says_why_and_what_to_do(
@@ -301,7 +306,7 @@ async def test_a_window_session_offers_asks_shows_and_stops_an_mcp_server(
     offered = [tool["function"]["name"] for tool in server.requests[0].json()["tools"]]
     assert echo in offered
     assert "read" in offered  # next to the built-ins
-    assert len(server_children()) == 1
+    assert len(children()) == 1
     approval = approval_dialog()
     assert approval is not None
     allow = next(b for b in approval.findChildren(QPushButton) if b.text().replace("&", "").startswith("Allow once"))
@@ -331,7 +336,7 @@ async def test_a_window_session_offers_asks_shows_and_stops_an_mcp_server(
     assert "content" in {response.index(row, 0).data() for row in range(response.rowCount())}
 
     await close(window)
-    assert server_children() == []  # the stdio server was stopped, not left behind
+    assert children() == []  # the stdio server was stopped, not left behind
 
 
 async def test_a_server_that_cannot_start_gives_a_banner_and_the_run_goes_on(
@@ -375,3 +380,75 @@ async def test_an_always_allowed_server_is_called_without_asking(
     call = next(item for item in window.timeline.items if isinstance(item, ToolItem))
     assert (call.status, "no questions" in (call.result_text or "")) == ("success", True)
     await close(window)
+
+
+def hanging_server(alias: str = "slow") -> StdioServer:
+    """A local server that starts and never answers the handshake."""
+    return StdioServer(alias, sys.executable, ("-c", "import time; time.sleep(60)"))
+
+
+@pytest.fixture
+async def controller_for(
+    tmp_path: Path, server: LoopbackServer
+) -> AsyncIterator[Callable[[AppCatalog], SessionController]]:
+    """A session controller whose window servers come from the given catalog (connect timeout 1 s)."""
+    http = httpx.AsyncClient(trust_env=False)
+    made: list[SessionController] = []
+
+    def make(catalog: AppCatalog) -> SessionController:
+        path = tmp_path / "config" / "mcp-servers.json"
+        save_app_catalog(path, catalog)
+        controller = SessionController(
+            client=ProviderClient(http),
+            approver=AllowListApprover([]),
+            tool_settings=ToolSettings.in_memory(),
+            connection=lambda: Connection(custom_profile(server.base_url), "m", None),
+            mcp=AppServers(path, connect_timeout=1.0),
+        )
+        made.append(controller)
+        return controller
+
+    yield make
+    for controller in made:
+        await controller.wait_idle()
+        await controller.aclose()
+        controller.deleteLater()
+    await http.aclose()
+    await asyncio.sleep(0)
+
+
+async def test_a_server_that_never_answers_is_a_banner_after_the_connect_timeout_not_a_hang(
+    tmp_path: Path, server: LoopbackServer, controller_for: Callable[[AppCatalog], SessionController]
+) -> None:
+    controller = controller_for(AppCatalog({"slow": hanging_server()}, frozenset({"slow"})))
+    failures: list[object] = []
+    finished: list[object] = []
+    controller.mcp_failed.connect(failures.append)
+    controller.finished.connect(finished.append)
+    controller.new(tmp_path)
+    server.queue(text_reply("Without the slow server.", usage=(5000, 2)))
+    controller.submit("hello")
+    await controller.wait_idle()
+    assert len(failures) == 1
+    error = failures[0]
+    assert isinstance(error, McpConnectError)
+    assert (error.alias, error.cause) == ("slow", "timeout")
+    assert [getattr(result, "answer", None) for result in finished] == ["Without the slow server."]
+    assert not controller.mcp_running
+
+
+async def test_esc_while_connecting_stops_before_the_run_starts(
+    tmp_path: Path, server: LoopbackServer, controller_for: Callable[[AppCatalog], SessionController]
+) -> None:
+    controller = controller_for(AppCatalog({"slow": hanging_server()}, frozenset({"slow"})))
+    controller.new(tmp_path)
+    controller.submit("hello")
+    await until(lambda: controller._connecting_mcp is not None, 5)
+    controller.cancel()
+    await controller.wait_idle()
+    assert not controller.busy
+    session = controller.session
+    assert session is not None
+    assert session.store.state.operation.kind == "idle"
+    assert server.requests == []  # the model was never asked
+    assert children(b"time.sleep(60)") == []  # the server being connected was stopped
