@@ -1,4 +1,4 @@
-"""Ledger tests never touch the real user data folder: ``TINY_AGENT_DATA_DIR`` points into ``tmp_path``."""
+"""Ledger fixtures: the test's data folder (isolated by tests/conftest.py), an open database in it, a workspace."""
 
 from __future__ import annotations
 
@@ -8,16 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import AppFolders
 from tiny_agent_core.ledger import connect
 
 
-@pytest.fixture(autouse=True)
-def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The data folder of the test (the override wins over XDG_DATA_HOME and the platform default)."""
-    folder = tmp_path / "data"
-    monkeypatch.setenv("TINY_AGENT_DATA_DIR", str(folder))
-    monkeypatch.setenv("TINY_AGENT_CONFIG_DIR", str(tmp_path / "config"))  # price overrides: none unless a test sets
-    return folder
+@pytest.fixture
+def data_dir(app_folders: AppFolders) -> Path:
+    """The data folder of the test (``TINY_AGENT_DATA_DIR``; it wins over XDG_DATA_HOME and the platform default)."""
+    return app_folders.data
 
 
 @pytest.fixture
