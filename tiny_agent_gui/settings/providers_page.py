@@ -5,9 +5,12 @@ keyring (:class:`~tiny_agent_core.secrets.KeyStore`), never to a file. Fetching 
 coroutines (:meth:`ProvidersPage.fetch_models`, :meth:`ProvidersPage.test_connection`); the buttons start them as
 tasks on the running (qasync) loop.
 
-Each profile also has its server's dialect (send ``tool_choice: "auto"``, stream tool turns, ``null`` content
-allowed in tool-call messages: each "Provider default", "Yes" or "No") and the model's context length (blank: ask
-the server). A dialect the agent learned from a server's refusal is stored here too, so it shows as chosen.
+Each profile speaks one API kind (:data:`~tiny_agent_core.providers.api_kinds.API_KINDS`: OpenAI Chat
+Completions, Anthropic Messages, OpenAI Responses): a preset's is fixed and shown, a custom profile's is chosen.
+An OpenAI Chat Completions profile also has its server's dialect (send ``tool_choice: "auto"``, stream tool turns,
+``null`` content allowed in tool-call messages: each "Provider default", "Yes" or "No"), shown only for that kind.
+Every profile has the model's context length (blank: ask the server). A dialect the agent learned from a server's
+refusal is stored here too, so it shows as chosen.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from PySide6.QtWidgets import (
 )
 
 from tiny_agent_core.errors import SecretStoreError, SettingsError, TinyAgentError
+from tiny_agent_core.providers.api_kinds import API_KINDS, API_LABELS, DEFAULT_API
 from tiny_agent_core.providers.openai_dialect import Dialect
 from tiny_agent_core.providers.profiles import PRESETS, normalize_base_url
 from tiny_agent_core.secrets import KeyStore
@@ -45,6 +49,8 @@ __all__ = ["PRESET_ORDER", "ProvidersPage"]
 
 PRESET_ORDER = (
     "openai",
+    "openai-responses",
+    "anthropic",
     "openrouter",
     "ollama",
     "lmstudio",
@@ -111,7 +117,7 @@ class ProvidersPage(QWidget):
         self.preset_combo.setAccessibleName("Provider type to add")
         for preset_id in PRESET_ORDER:
             self.preset_combo.addItem(PRESETS[preset_id].name, preset_id)
-        self.preset_combo.addItem("Custom (OpenAI-compatible base URL)", CUSTOM)
+        self.preset_combo.addItem("Custom (any base URL)", CUSTOM)
         preset_label = QLabel("Pro&vider type:")
         preset_label.setBuddy(self.preset_combo)
         self.add_button = QPushButton("&Add")
@@ -159,6 +165,14 @@ class ProvidersPage(QWidget):
         self.key_status.setWordWrap(True)
         self.env_edit = QLineEdit()
         self.env_edit.setPlaceholderText("e.g. MY_PROVIDER_API_KEY")
+        self.api_combo = QComboBox()
+        """The API kind: data the kind's name; chosen for a custom profile, shown (fixed) for a preset."""
+        for kind in API_KINDS:
+            self.api_combo.addItem(API_LABELS.get(kind, kind), kind)
+        self.api_combo.setToolTip(
+            "The API the server speaks. Most servers (Ollama, LM Studio, vLLM, llama.cpp, OpenRouter…) speak "
+            "OpenAI Chat Completions."
+        )
         self.dialect_combos: dict[str, QComboBox] = {}
         """One per dialect field: data ``None`` (the provider's default), ``True`` or ``False``."""
         for field_name, _label, _name in DIALECT_FIELDS:
@@ -196,6 +210,7 @@ class ProvidersPage(QWidget):
             (self.forget_button, "Forget stored key"),
             (self.key_status, "API key status"),
             (self.env_edit, "Key environment variable"),
+            (self.api_combo, "API kind"),
             *((self.dialect_combos[field_name], name) for field_name, _label, name in DIALECT_FIELDS),
             (self.context_edit, "Context length in tokens"),
             (self.test_button, "Test connection"),
@@ -219,6 +234,7 @@ class ProvidersPage(QWidget):
             ("API &key:", key_row, self.key_edit),
             ("", self.key_status, self.key_status),
             ("&Environment variable:", self.env_edit, self.env_edit),
+            ("W&hich API:", self.api_combo, self.api_combo),
             *((label, self.dialect_combos[name], self.dialect_combos[name]) for name, label, _n in DIALECT_FIELDS),
             ("Conte&xt length:", self.context_edit, self.context_edit),
         )
@@ -227,6 +243,7 @@ class ProvidersPage(QWidget):
             label.setBuddy(buddy)
             form.addRow(label, field)
         form.addRow(self.test_button, self.test_status)
+        self._form_layout = form
 
         columns = QHBoxLayout()
         columns.addLayout(left, 2)
@@ -241,7 +258,7 @@ class ProvidersPage(QWidget):
         self.active_button.clicked.connect(self.make_current_active)
         for edit in (self.name_edit, self.url_edit, self.env_edit, self.context_edit):
             edit.textChanged.connect(self._form_changed)
-        for combo in self.dialect_combos.values():
+        for combo in (self.api_combo, *self.dialect_combos.values()):
             combo.currentIndexChanged.connect(self._form_changed)
         self.model_combo.currentTextChanged.connect(self._form_changed)
         self.key_edit.textChanged.connect(self._key_typed)
@@ -446,7 +463,7 @@ class ProvidersPage(QWidget):
             if profile is None:
                 for edit in (self.name_edit, self.url_edit, self.env_edit, self.key_edit, self.context_edit):
                     edit.clear()
-                for combo in self.dialect_combos.values():
+                for combo in (self.api_combo, *self.dialect_combos.values()):
                     combo.setCurrentIndex(0)
                 self.model_combo.clear()
                 self.key_status.setText("Add a provider to configure it.")
@@ -458,11 +475,30 @@ class ProvidersPage(QWidget):
             self.env_edit.setText(profile.key_env or "")
             self.key_edit.setText(self._keys.get(profile.id, ""))
             self.context_edit.setText(str(profile.context_length) if profile.context_length is not None else "")
+            self._show_api(profile)
             self._show_dialect(profile)
             self._fill_models(profile)
         finally:
             self._loading = False
         self._show_key_status(profile)
+
+    def _api_of(self, profile: ProfileConfig) -> str:
+        """The API kind ``profile`` speaks: its own choice, else its preset's, else the default."""
+        preset = PRESETS.get(profile.provider)
+        return profile.api or (preset.api if preset else DEFAULT_API)
+
+    def _show_api(self, profile: ProfileConfig) -> None:
+        """Select the profile's API kind (fixed for a preset) and show the dialect switches only for Chat
+        Completions, the one kind they apply to."""
+        kind = self._api_of(profile)
+        index = self.api_combo.findData(kind)
+        if index < 0:  # a kind this version does not speak (a newer settings file): shown, not offered
+            self.api_combo.addItem(kind, kind)
+            index = self.api_combo.count() - 1
+        self.api_combo.setCurrentIndex(index)
+        self.api_combo.setEnabled(profile.is_custom)
+        for combo in self.dialect_combos.values():
+            self._form_layout.setRowVisible(combo, kind == DEFAULT_API)
 
     def _show_dialect(self, profile: ProfileConfig) -> None:
         """Select each dialect switch's value and name the provider's default in its "Provider default" entry."""
@@ -517,6 +553,10 @@ class ProvidersPage(QWidget):
         profile = self.current()
         if self._loading or profile is None:
             return
+        api = profile.api
+        if profile.is_custom:
+            chosen = self.api_combo.currentData()
+            api = None if chosen == DEFAULT_API else chosen
         updated = replace(
             profile,
             name=self.name_edit.text().strip(),
@@ -524,9 +564,12 @@ class ProvidersPage(QWidget):
             model=self.model_combo.currentText().strip() or None,
             key_env=self.env_edit.text().strip() or None,
             context_length=int(self.context_edit.text()) if self.context_edit.text().strip().isdigit() else None,
+            api=api,
             **{name: combo.currentData() for name, combo in self.dialect_combos.items()},
         )
         self._profiles[self._profiles.index(profile)] = updated
+        if updated.api != profile.api:
+            self._show_api(updated)
         item = self.list.currentItem()
         if item is not None:
             item.setText(self._label(updated))
