@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -163,3 +164,60 @@ def test_recordings_directory_has_sources() -> None:
         if path.name != "SOURCES.md":
             assert f"`{path.name}`" in sources
     assert json.loads(recording("error-404-model-not-found.json"))["error"]["code"] == "model_not_found"
+
+
+# --- through the real agent -----------------------------------------------------------------------------------
+
+
+async def test_a_tool_round_trip_goes_back_as_function_call_items(
+    tmp_path: Path, server: LoopbackServer, client: ProviderClient
+) -> None:
+    from tests.core.agent.conftest import Harness
+    from tiny_agent_core.agent.loop import Agent
+    from tiny_agent_core.session.store import SessionStore
+    from tiny_agent_core.tools.approval import AllowListApprover, ApprovalPolicy, ToolSettings
+    from tiny_agent_core.tools.registry import builtin_tools
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    store = SessionStore.create(workspace, model="gpt-4o", provider="custom")
+    harness = Harness(workspace, server, None, store)  # type: ignore[arg-type]
+    harness.agent = Agent(
+        store=store,
+        client=client,
+        profile=responses_profile(server.base_url),
+        model="gpt-4o",
+        workspace=workspace,
+        tools=builtin_tools(workspace, names=("read",)),
+        policy=ApprovalPolicy(ToolSettings.in_memory()),
+        approver=AllowListApprover(()),
+        api_key=TEST_KEY,
+        on_event=harness.events.append,
+        record_request=harness.records.append,
+    )
+    # A get_capital call (a tool this agent does not have), then a text answer.
+    server.queue(Reply.sse(recording("stream-function-call.sse")), Reply.sse(recording("stream-text.sse")))
+    await harness.agent.run("What is the capital of France?")
+    store.close()
+    first, second = (request.json() for request in server.requests)
+    assert [tool["name"] for tool in first["tools"]] == ["read"]
+    assert first["tools"][0]["type"] == "function"
+    assert first["store"] is False
+    assert second["instructions"] == first["instructions"]
+    assert "previous_response_id" not in second
+    user, call_item, output_item = second["input"]
+    assert user == {
+        "type": "message",
+        "role": "user",
+        "content": [{"type": "input_text", "text": "What is the capital of France?"}],
+    }
+    assert call_item == {
+        "type": "function_call",
+        "call_id": "call_kL0PCQV7M2WMoVX8V8OtYSAL",
+        "name": "get_capital",
+        "arguments": '{"country":"France"}',
+    }
+    assert output_item["type"] == "function_call_output"
+    assert output_item["call_id"] == "call_kL0PCQV7M2WMoVX8V8OtYSAL"
+    assert output_item["output"].startswith("Error: Unknown tool")
+    assert harness.reduced().transcript[-1]["content"] == "streamed"
