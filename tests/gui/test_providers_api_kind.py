@@ -31,29 +31,32 @@ def test_a_preset_shows_its_kind_and_a_custom_profile_chooses_one(qtbot: QtBot, 
     assert page.api_combo.currentData() == "openai-chat"
     assert not page.api_combo.isEnabled()
     assert _dialect_shown(page)
-    if "anthropic" in API_KINDS:
-        assert page.select("claude")
-        assert page.api_combo.currentData() == "anthropic"
-        assert not page.api_combo.isEnabled()
-        assert not _dialect_shown(page)
+    assert page.select("claude")
+    assert page.api_combo.currentData() == "anthropic"
+    assert page.api_combo.currentText() == "Anthropic Messages"
+    assert not page.api_combo.isEnabled()
+    assert not _dialect_shown(page)
 
     custom = page.add_profile("custom")
     page.url_edit.setText("https://llm.example/v1")
     assert page.api_combo.isEnabled()
     assert page.api_combo.currentData() == "openai-chat"
     assert _dialect_shown(page)
-    other = next((kind for kind in API_KINDS if kind != "openai-chat"), None)
-    if other is not None:
-        page.api_combo.setCurrentIndex(page.api_combo.findData(other))
-        assert not _dialect_shown(page)
+    page.api_combo.setCurrentIndex(page.api_combo.findData("openai-responses"))
+    assert not _dialect_shown(page)
     assert dialog.save()
 
     saved = AppSettings.load(env.config).profile(custom.id)
     assert saved is not None
-    assert saved.api == other  # None (the default kind) when only openai-chat is registered
+    assert saved.api == "openai-responses"
+    assert saved.provider_profile().api == "openai-responses"
     again_dialog = env.dialog(qtbot)
     again = again_dialog.providers
     assert again.select(custom.id)
-    assert again.api_combo.currentData() == (other or "openai-chat")
+    assert again.api_combo.currentData() == "openai-responses"
     again.api_combo.setCurrentIndex(again.api_combo.findData("openai-chat"))
     assert _dialect_shown(again)
+    assert again_dialog.save()
+    back = AppSettings.load(env.config).profile(custom.id)
+    assert back is not None
+    assert back.api is None  # the default kind is not written

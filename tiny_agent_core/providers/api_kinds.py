@@ -169,7 +169,6 @@ DEFAULT_API = openai_chat.ADAPTER.kind
 
 API_KINDS: dict[str, WireAdapter] = {
     openai_chat.ADAPTER.kind: openai_chat.ADAPTER,
-    # --- other API kinds register here, one line each (anthropic, openai-responses) ---
     anthropic.ADAPTER.kind: anthropic.ADAPTER,
     openai_responses.ADAPTER.kind: openai_responses.ADAPTER,
 }

@@ -39,6 +39,9 @@ TRANSCRIPT = [
 
 def test_openai_chat_is_the_default_and_repairs_its_requests() -> None:
     assert DEFAULT_API == "openai-chat"
+    assert set(API_KINDS) == {"openai-chat", "anthropic", "openai-responses"}
+    assert isinstance(API_KINDS["openai-responses"], KeepsServerState)
+    assert not isinstance(API_KINDS["anthropic"], RepairsRequests | KeepsServerState)
     adapter = adapter_for("openai-chat")
     assert adapter is API_KINDS["openai-chat"]
     assert adapter.kind == "openai-chat"
@@ -236,7 +239,7 @@ def test_an_invalid_api_kind_setting_is_refused(tmp_path: Path, key: str, value:
     assert key in str(loaded.load_error)
 
 
-def test_presets_name_registered_or_announced_kinds() -> None:
+def test_presets_name_registered_kinds() -> None:
     assert PRESETS["openai"].api == "openai-chat"
     assert PRESETS["anthropic"].api == "anthropic"
     assert PRESETS["openai-responses"].api == "openai-responses"

@@ -37,7 +37,7 @@ def test_presets() -> None:
     for profile in PRESETS.values():
         assert not profile.base_url.endswith("/")
         assert "Authorization" not in profile.extra_headers
-        assert profile.api in API_KINDS or profile.api in ("anthropic", "openai-responses")
+        assert profile.api in API_KINDS
     assert (PRESETS["anthropic"].api, PRESETS["anthropic"].key_env) == ("anthropic", "ANTHROPIC_API_KEY")
     assert PRESETS["anthropic"].base_url == "https://api.anthropic.com/v1"
     assert PRESETS["anthropic"].models_endpoint
