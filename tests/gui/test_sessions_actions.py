@@ -19,12 +19,14 @@ from PySide6.QtWidgets import QFileDialog
 from pytestqt.qtbot import QtBot
 
 from tests.core.ledger.sessionfiles import SessionFile
+from tiny_agent_core.fork import fork_before
 from tiny_agent_core.ledger import connect, get_session, list_sessions, scan_workspace
 from tiny_agent_core.ledger.index import set_session_meta
 from tiny_agent_core.ledger.rebuild import rebuild
 from tiny_agent_core.session_meta import SessionMeta, meta_path
 from tiny_agent_gui.sessions import SessionListModel, SessionListPane
 from tiny_agent_gui.sessions.delegate import GAP, SEPARATOR, second_line
+from tiny_agent_gui.shortcuts_dialog import FIXED_KEYS
 
 NOW = int(datetime(2026, 11, 20, 12, 0).timestamp() * 1000)
 HOUR = 3_600_000
@@ -407,3 +409,32 @@ async def test_import_explains_a_rejected_file_and_lists_an_accepted_one(
     assert pane.current_summary() is not None
     assert pane.current_summary().id == source.id  # type: ignore[union-attr]
     assert "Imported" in pane.notice_label.text()
+
+
+def test_a_rerun_reads_as_a_rerun_of_its_origin(qtbot: QtBot, conn: sqlite3.Connection, workspace: Path) -> None:
+    origin = _session(workspace, 1, NOW - 2 * HOUR, "Fix the flaky test")
+    origin.user("now in French")
+    cut = origin.boundary
+    origin.attempt()
+    origin.answer("voilà", usage=(10, 1, 0, 0))
+    store, _prompt = fork_before(origin.path, cut, model="gpt-4o-mini", provider="openrouter")
+    store.close()
+    scan_workspace(conn, workspace)
+    pane = _pane(qtbot, conn)
+    row = pane.model.row_of(store.session_id)
+    assert row is not None
+    index = pane.model.index(row)
+    assert index.data() == "re-run of Fix the flaky test"
+    assert index.data(SessionListModel.OriginRole) == "re-run of Fix the flaky test"
+    assert "Re-run of Fix the flaky test" in index.data(Qt.ItemDataRole.ToolTipRole)
+    set_session_meta(conn, store.path, SessionMeta(title="French attempt"))
+    pane.refresh_session(store.session_id)
+    index = pane.model.index(pane.model.row_of(store.session_id) or 0)
+    assert index.data() == "French attempt"  # the user's own title wins; the origin is still said
+    assert "re-run of Fix the flaky test" in index.data(Qt.ItemDataRole.AccessibleTextRole)
+
+
+def test_the_shortcuts_dialog_lists_the_session_list_keys(qtbot: QtBot) -> None:
+    keys = {(where, what): key for where, what, key in FIXED_KEYS}
+    assert keys[("Session list", "Rename the selected session")] == "F2"
+    assert keys[("Session list", "Actions of the selected session")] == "Menu or Shift+F10"

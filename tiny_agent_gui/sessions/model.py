@@ -393,7 +393,7 @@ class SessionListModel(QAbstractListModel):
             summary.title or UNTITLED,
             f"Workspace: {summary.workspace}",
             f"Model: {summary.provider} · {summary.model}",
-            *([self._origin_text(summary).capitalize()] if summary.origin_id is not None else []),
+            *([f"R{self._origin_text(summary)[1:]}"] if summary.origin_id is not None else []),
             f"Cost: {exact}",
             f"Requests: {summary.requests}",
             f"Started: {local_datetime(summary.created_at)}",
