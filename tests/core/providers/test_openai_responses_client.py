@@ -140,6 +140,25 @@ async def test_lost_server_state_is_resent_once_with_the_whole_transcript(
     assert final.response.stop_reason == "toolUse"
 
 
+async def test_state_lost_reported_in_the_stream_is_resent_too(server: LoopbackServer, client: ProviderClient) -> None:
+    lost = {
+        "type": "error",
+        "sequence_number": 0,
+        "error": {
+            "type": "invalid_request_error",
+            "code": "previous_response_not_found",
+            "message": "Previous response with id 'resp_gone' not found.",
+            "param": "previous_response_id",
+        },
+    }
+    server.queue(Reply.sse(f"event: error\ndata: {json.dumps(lost)}\n\n"), Reply.sse(recording("stream-text.sse")))
+    profile = responses_profile(server.base_url, server_state=True)
+    final = await chained(client, profile, ConversationState("resp_gone", 2))
+    assert "previous_response_id" not in server.requests[1].json()
+    assert final.response.outbound_repairs == (SERVER_STATE_LOST,)
+    assert final.response.message.content == "streamed"
+
+
 async def test_state_lost_again_is_not_resent_twice(server: LoopbackServer, client: ProviderClient) -> None:
     lost = recording("error-400-previous-response-not-found.json")
     server.queue(Reply.error(400, lost))
