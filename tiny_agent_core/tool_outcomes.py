@@ -31,6 +31,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from tiny_agent_core.mcp.names import shown_name
+
 __all__ = [
     "DENIAL_TEXT",
     "FileDiff",
@@ -230,7 +232,7 @@ def call_summary(
 ) -> str:
     """The call in one line (see the module docstring); a call without a result is summarized by its target."""
     target = call_target(name, arguments, arguments_text)
-    head = f"{name} {target}".rstrip()
+    head = f"{shown_name(name)} {target}".rstrip()
     if outcome is None:
         return head
     if outcome.kind == "denied":

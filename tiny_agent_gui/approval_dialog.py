@@ -57,6 +57,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from tiny_agent_core.mcp.names import shown_name
 from tiny_agent_core.tools.approval import ApprovalAnswer, ApprovalRequest, Choice
 from tiny_agent_core.tools.scopes import AllowRule
 
@@ -130,13 +131,14 @@ class ApprovalDialog(QDialog):
         self._risky = request.risk.risky
         self.setModal(False)
         self.setWindowModality(Qt.WindowModality.NonModal)
-        self.setWindowTitle(f"{'Risky call: allow' if self._risky else 'Allow'} {request.tool_name}?")
-        self.setAccessibleName(f"Approve tool call {request.tool_name}")
+        shown = shown_name(request.tool_name)  # an MCP tool as mcp:<alias>/<tool>, not its function name
+        self.setWindowTitle(f"{'Risky call: allow' if self._risky else 'Allow'} {shown}?")
+        self.setAccessibleName(f"Approve tool call {shown}")
         self.setMinimumSize(640, 520)
         fixed = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
 
         layout = QVBoxLayout(self)
-        layout.addWidget(_label(f"The agent wants to run <b>{_escape(request.tool_name)}</b>.", "Tool name"))
+        layout.addWidget(_label(f"The agent wants to run <b>{_escape(shown)}</b>.", "Tool name"))
         self.risk_label: QLabel | None = None
         if self._risky:
             reasons = "".join(f"<li>{_escape(reason)}</li>" for reason in request.risk.reasons)
@@ -207,7 +209,7 @@ class ApprovalDialog(QDialog):
         shortcut_hint = "" if self._risky else " (Ctrl+Enter)"
         self.allow_once_button = QPushButton(f"Allow &once{shortcut_hint}")
         self.allow_session_button = QPushButton("Allow for this &session")
-        always = "Al&ways allow" if request.scope_kind is not None else f"Al&ways allow {request.tool_name}"
+        always = "Al&ways allow" if request.scope_kind is not None else f"Al&ways allow {shown}"
         self.allow_always_button = QPushButton(always)
         self.deny_button = QPushButton("&Deny (Esc)")
         always_tip = (

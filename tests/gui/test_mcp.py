@@ -309,6 +309,7 @@ async def test_a_window_session_offers_asks_shows_and_stops_an_mcp_server(
     assert len(children()) == 1
     approval = approval_dialog()
     assert approval is not None
+    assert approval.windowTitle() == "Allow mcp:t/echo?"  # named for people, not by its function name
     allow = next(b for b in approval.findChildren(QPushButton) if b.text().replace("&", "").startswith("Allow once"))
     allow.click()
     await window.controller.wait_idle()
@@ -318,6 +319,7 @@ async def test_a_window_session_offers_asks_shows_and_stops_an_mcp_server(
     call = next(item for item in items if isinstance(item, ToolItem))
     assert (call.name, call.status) == (echo, "success")
     assert "hello from the model" in (call.result_text or "")
+    assert call.summary.startswith("mcp:t/echo")
     assert isinstance(items[-1], AssistantItem)
     assert items[-1].text == "The server said it."
 
