@@ -42,10 +42,8 @@ TIMEOUT = 5000
 
 
 @pytest.fixture
-def conn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[sqlite3.Connection]:
+def conn(tmp_path: Path) -> Iterator[sqlite3.Connection]:
     """A migrated index in ``tmp_path`` with 40 generated sessions (no settings: no overrides)."""
-    monkeypatch.setenv("TINY_AGENT_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("TINY_AGENT_CONFIG_DIR", str(tmp_path / "config"))
     connection = connect(tmp_path / "index.sqlite3")
     add_sessions(connection, tmp_path / "project", 40)
     yield connection

@@ -141,11 +141,8 @@ async def test_without_a_window_the_label_says_unknown(window: MainWindow, serve
 
 
 @pytest.fixture
-async def asking_window(
-    tmp_path: Path, server: LoopbackServer, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[MainWindow]:
+async def asking_window(tmp_path: Path, server: LoopbackServer, qtbot: QtBot) -> AsyncIterator[MainWindow]:
     """A window that asks its (loopback llama.cpp) server for the context window."""
-    monkeypatch.setenv("TINY_AGENT_DATA_DIR", str(tmp_path / "data"))
     workspace = tmp_path / "ws"
     workspace.mkdir()
     settings = AppSettings()

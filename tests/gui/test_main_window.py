@@ -41,10 +41,7 @@ def server() -> Iterator[LoopbackServer]:
 
 
 @pytest.fixture
-async def window(
-    tmp_path: Path, server: LoopbackServer, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[MainWindow]:
-    monkeypatch.setenv("TINY_AGENT_DATA_DIR", str(tmp_path / "data"))
+async def window(tmp_path: Path, server: LoopbackServer, qtbot: QtBot) -> AsyncIterator[MainWindow]:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     settings = AppSettings()
@@ -216,8 +213,7 @@ async def test_the_step_limit_offers_continue(window: MainWindow, server: Loopba
     assert len(server.requests) == 2
 
 
-def test_a_rebuilt_index_is_reported_once(tmp_path: Path, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TINY_AGENT_DATA_DIR", str(tmp_path / "data"))
+def test_a_rebuilt_index_is_reported_once(tmp_path: Path, qtbot: QtBot) -> None:
     database = tmp_path / "index.sqlite3"
     database.write_bytes(b"this is not a database" * 100)
     ledger = connect(database)
@@ -425,10 +421,7 @@ def test_help_lists_the_keyboard_shortcuts(qtbot: QtBot, window: MainWindow) -> 
 # -- first run ------------------------------------------------------------------------------------------------
 
 
-async def test_first_run_finds_a_local_server_and_uses_it(
-    tmp_path: Path, server: LoopbackServer, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("TINY_AGENT_DATA_DIR", str(tmp_path / "data"))
+async def test_first_run_finds_a_local_server_and_uses_it(tmp_path: Path, server: LoopbackServer, qtbot: QtBot) -> None:
     server.queue(
         Reply.json({"data": [{"id": "qwen3:8b"}, {"id": "llama3.2:3b"}]}),
         text_reply("hello from the local model"),
@@ -470,10 +463,7 @@ async def test_first_run_finds_a_local_server_and_uses_it(
         await http.aclose()
 
 
-async def test_first_run_with_nothing_running_says_what_to_start(
-    tmp_path: Path, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("TINY_AGENT_DATA_DIR", str(tmp_path / "data"))
+async def test_first_run_with_nothing_running_says_what_to_start(tmp_path: Path, qtbot: QtBot) -> None:
     closed = _closed_url()
     http = httpx.AsyncClient(trust_env=False)
     ledger = connect(tmp_path / "index.sqlite3")

@@ -22,9 +22,8 @@ NOW = T0 + 10_000_000
 
 
 @pytest.fixture
-def conn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[sqlite3.Connection]:
+def conn(tmp_path: Path) -> Iterator[sqlite3.Connection]:
     """A migrated index in ``tmp_path`` (the real data folder is never touched)."""
-    monkeypatch.setenv("TINY_AGENT_DATA_DIR", str(tmp_path / "data"))
     connection = connect(tmp_path / "index.sqlite3")
     yield connection
     connection.close()

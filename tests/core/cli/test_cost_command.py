@@ -21,13 +21,6 @@ T0 = int(datetime(2026, 10, 5, 12, 0, tzinfo=UTC).timestamp() * 1000)
 DAY = 86_400_000
 
 
-@pytest.fixture(autouse=True)
-def folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Index and settings of the test only."""
-    monkeypatch.setenv("TINY_AGENT_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("TINY_AGENT_CONFIG_DIR", str(tmp_path / "config"))
-
-
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     """A workspace with a priced session (two days), a 429 and an unknown model."""
