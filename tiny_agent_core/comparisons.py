@@ -16,10 +16,13 @@ Rules:
   :data:`MAX_SAVED_DIFF_CHARS` (later files are saved without a line diff, with the reason), its answer and error
   at :data:`MAX_SAVED_TEXT` characters; :func:`list_comparisons` reads at most :data:`MAX_LISTED` records.
 * **Copies are removed, sessions kept**: :func:`discard_copies` (also after :func:`keep_run`) first moves each
-  run's ``.tiny-agent/`` folder (its session file and side files) out of its copy to
-  ``<comparison folder>/sessions/<n>/``, then removes the copy (:func:`~tiny_agent_core.worktrees.remove_copy`),
-  so every session can still be opened. A saved copy holds only the manifest entries of the files its run changed:
-  enough for :func:`~tiny_agent_core.worktrees.keep_changes` to check them, not to list changes again.
+  run's session file and its companion files (:func:`~tiny_agent_core.session_meta.companion_files`) out of its
+  copy into the comparison's own sessions folder, ``<comparison folder>/.tiny-agent/sessions/``, then removes the
+  copy (:func:`~tiny_agent_core.worktrees.remove_copy`), so every session can still be opened; the moved sessions
+  are indexed again at their new place (the app's index database, with the comparison's folder as their
+  workspace), so the runs' costs stay in the cost history when the next scan finds their copies gone.
+* A saved copy holds only the manifest entries of the files its run changed: enough for
+  :func:`~tiny_agent_core.worktrees.keep_changes` to check them, not to list changes again.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import json
 import logging
 import os
 import shutil
+import sqlite3
 import time
 from collections import Counter
 from collections.abc import Mapping
@@ -38,8 +42,11 @@ from typing import Any, Literal, cast
 
 from tiny_agent_core.compare_reports import Contender, RunReport, RunStatus
 from tiny_agent_core.errors import TinyAgentError
-from tiny_agent_core.ledger.paths import data_dir
+from tiny_agent_core.ledger.database import opened
+from tiny_agent_core.ledger.index import index_session_file
+from tiny_agent_core.ledger.paths import data_dir, sessions_dir
 from tiny_agent_core.providers.profiles import ProviderProfile
+from tiny_agent_core.session_meta import companion_files
 from tiny_agent_core.usage import Usage
 from tiny_agent_core.worktrees import FileChange, WorkspaceCopy, keep_changes, remove_copy
 
@@ -68,8 +75,6 @@ FOLDER_NAME = "compare"
 """The folder (inside the data folder) holding one sub-folder per comparison."""
 RECORD_NAME = "comparison.json"
 """A comparison's record, in its folder."""
-SESSIONS_FOLDER = "sessions"
-"""Where a comparison's session files go (``sessions/<n>/.tiny-agent/``) when its copies are removed."""
 VERSION = 1
 MAX_RECORD_BYTES = 16 * 1024 * 1024
 MAX_SAVED_DIFF_CHARS = 512 * 1024
@@ -353,32 +358,46 @@ def list_comparisons(folder: Path | None = None) -> list[Comparison]:
     return out
 
 
-def _archive_sessions(comparison: Comparison, index: int, report: RunReport) -> None:
-    """Move the run's ``.tiny-agent/`` out of its copy into the comparison's sessions folder."""
+def _archive_session(comparison: Comparison, report: RunReport) -> None:
+    """Move the run's session file and its companion files out of its copy into the comparison's sessions folder."""
     copy, session = report.copy, report.session_path
-    if copy is None or session is None or not session.is_relative_to(copy.path):
+    if copy is None or session is None or not session.is_relative_to(copy.path) or not session.is_file():
         return
-    home = comparison.folder / SESSIONS_FOLDER / str(index + 1)
+    home = sessions_dir(comparison.folder)
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
-    source = copy.path / ".tiny-agent"
-    if source.is_dir() and not source.is_symlink():
-        shutil.move(source, home / ".tiny-agent")
-    report.session_path = home / session.relative_to(copy.path)
+    for path in (*companion_files(session), session):
+        shutil.move(path, home / path.name)
+    report.session_path = home / session.name
+
+
+def _reindex(comparison: Comparison) -> None:
+    """Index the comparison's sessions at their place in its folder; a failure is logged (a rebuild catches up)."""
+    try:
+        with opened() as conn:
+            for report in comparison.reports:
+                path = report.session_path
+                if path is not None and path.is_relative_to(comparison.folder) and path.is_file():
+                    index_session_file(conn, path, comparison.folder)
+    except (TinyAgentError, OSError, sqlite3.Error) as error:
+        _log.warning("the moved sessions of comparison %s could not be indexed again: %s", comparison.id, error)
 
 
 def discard_copies(comparison: Comparison) -> None:
-    """Remove every run's copy of the workspace, keeping the session files (moved into the comparison's folder),
-    and save the record. Blocking. Raises :class:`ComparisonError` (the copies removed so far stay removed)."""
+    """Remove every run's copy of the workspace, keeping the session files (moved into the comparison's folder and
+    indexed there), and save the record. Blocking. Raises :class:`ComparisonError` (the copies removed so far stay
+    removed)."""
     try:
-        for index, report in enumerate(comparison.reports):
+        for report in comparison.reports:
             if report.copy is None:
                 continue
-            _archive_sessions(comparison, index, report)
+            _archive_session(comparison, report)
             remove_copy(report.copy)
             report.copy = None
     except (OSError, TinyAgentError) as error:
         save_comparison(comparison)
         raise ComparisonError(f"A copy of the comparison could not be removed: {error}") from error
+    finally:
+        _reindex(comparison)
     comparison.copies_removed = True
     save_comparison(comparison)
 

@@ -4,8 +4,10 @@ comparison whose copies are gone still reopens with every run's figures, diff an
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -22,6 +24,8 @@ from tiny_agent_core.comparisons import (
     list_comparisons,
     load_comparison,
 )
+from tiny_agent_core.ledger import connect, get_session, known_workspaces, scan_workspace
+from tiny_agent_core.ledger.costs import cost_total
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.providers.profiles import custom_profile
 from tiny_agent_core.session import reduce_session
@@ -50,7 +54,7 @@ def workspace(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
     return workspace
 
 
-async def _compare(workspace: Path, folder: Path) -> CompareRun:
+async def _compare(workspace: Path, folder: Path, ledger: sqlite3.Connection | None = None) -> CompareRun:
     with LoopbackServer() as server:
         server.handler = ScriptedModels(
             {
@@ -66,6 +70,7 @@ async def _compare(workspace: Path, folder: Path) -> CompareRun:
                 [Contender(profile, "model-a"), Contender(profile, "model-b")],
                 folder=folder,
                 client=client,
+                ledger=ledger,
             )
             await run.run()
     return run
@@ -95,7 +100,9 @@ async def test_a_compare_is_saved_and_reopens_with_the_same_figures(workspace: P
 
 
 async def test_discarding_removes_the_copies_and_keeps_the_sessions(workspace: Path, tmp_path: Path) -> None:
-    run = await _compare(workspace, tmp_path / "compare")
+    with contextlib.closing(connect()) as ledger:  # the app's index, as the window's compare runs record into it
+        run = await _compare(workspace, tmp_path / "compare", ledger)
+        assert cost_total(ledger).requests == 4
     copies = [report.copy.path for report in run.reports if report.copy is not None]
     discard_copies(load_comparison(run.folder))
     assert not any(path.exists() for path in copies)
@@ -111,6 +118,15 @@ async def test_discarding_removes_the_copies_and_keeps_the_sessions(workspace: P
         assert report.session_path.is_relative_to(run.folder)
         assert reduce_session(report.session_path.read_bytes()).operation.kind == "idle"
         assert "+print('h" in (report.changes[0].diff or "")  # the diff is still there
+    with contextlib.closing(connect()) as ledger:  # the sessions were indexed at their new place
+        for workspace_folder in known_workspaces(ledger):  # what the session list's rescan does
+            scan_workspace(ledger, workspace_folder)
+        assert cost_total(ledger).requests == 4  # the runs' costs stay in the history
+        for report in reopened.reports:
+            assert report.session_id is not None
+            summary = get_session(ledger, report.session_id)
+            assert summary is not None
+            assert summary.path == report.session_path
     with pytest.raises(ComparisonError, match="copies of this comparison were removed"):
         keep_run(reopened, 0)
 
