@@ -146,6 +146,8 @@ async def test_add_test_allow_and_remove_a_stdio_server(
     assert tools.always_allowed() == {"mcp:local", function_name("local", "echo")}
 
     dialog = settings_dialog(qtbot, tmp_path)
+    listed_always = {dialog.tools.always_list.item(row).text() for row in range(dialog.tools.always_list.count())}
+    assert listed_always == {"mcp:local", "mcp:local/echo"}  # the Tools tab lists (and revokes) them too
     page = dialog.mcp
     assert page is not None
     assert page.table.rowCount() == 1

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS
+from tiny_agent_core.mcp.names import shown_name
 from tiny_agent_core.settings import MAX_STEPS_LIMIT, AppSettings
 from tiny_agent_core.tools.approval import ToolSettings
 from tiny_agent_core.tools.sandbox import SandboxStatus, sandbox_status
@@ -169,9 +170,10 @@ class ToolsPage(QWidget):
     def _show_always(self) -> None:
         self.always_list.clear()
         for tool in self._always:
-            item = QListWidgetItem(tool)
+            shown = shown_name(tool)  # an MCP tool as mcp:<alias>/<tool>
+            item = QListWidgetItem(shown)
             item.setData(Qt.ItemDataRole.UserRole, tool)
-            item.setToolTip(f"Every {tool} call runs without asking, except a risky one")
+            item.setToolTip(f"Every {shown} call runs without asking, except a risky one")
             self.always_list.addItem(item)
         for rule in self._rules:
             item = QListWidgetItem(rule.describe())
