@@ -16,6 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from keyring.backends import fail
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QPushButton, QTableWidget, QTableWidgetItem
 from pytestqt.qtbot import QtBot
@@ -456,3 +457,21 @@ async def test_esc_while_connecting_stops_before_the_run_starts(
     assert session.store.state.operation.kind == "idle"
     assert server.requests == []  # the model was never asked
     assert children(b"time.sleep(60)") == []  # the server being connected was stopped
+
+
+@pytest.fixture
+def no_keyring() -> Iterator[object]:
+    yield from use_keyring(fail.Keyring())  # type: ignore[no-untyped-call]
+
+
+async def test_without_a_keyring_a_typed_token_is_refused_and_nothing_is_written(
+    qtbot: QtBot, tmp_path: Path, no_keyring: object
+) -> None:
+    dialog = settings_dialog(qtbot, tmp_path)
+    page = dialog.mcp
+    assert page is not None
+    page.add(HttpServer("docs", "https://mcp.example.com/mcp"), TOKEN)
+    dialog.buttons.button(dialog.buttons.StandardButton.Save).click()
+    assert "the MCP settings were not" in dialog.error_label.text()
+    assert "keyring" in dialog.error_label.text()
+    assert not app_catalog_path(tmp_path / "config").exists()

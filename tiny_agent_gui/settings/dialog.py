@@ -162,7 +162,7 @@ class SettingsDialog(QDialog):
                 self.mcp.apply()
             except (TinyAgentError, ValueError, OSError) as error:
                 self.show_tab(self.MCP)
-                return self._fail(f"The other settings were saved, but the MCP servers were not: {error}")
+                return self._fail(f"The other settings were saved, but the MCP settings were not: {error}")
         self.error_label.clear()
         self.settingsSaved.emit()
         self.accept()

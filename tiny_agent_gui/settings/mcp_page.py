@@ -543,9 +543,12 @@ class McpPage(QWidget):
     # -- save ------------------------------------------------------------------------------------------------
 
     def apply(self) -> None:
-        """Write the catalog (when changed), the typed tokens to the keyring and the permissions. Raises
+        """Write the typed tokens to the keyring, the catalog (when changed) and the permissions. Raises
         :class:`McpCatalogError`, :class:`SecretStoreError`, ``ValueError`` (a token a header cannot carry) or
         ``OSError``."""
+        for alias, token in sorted(self._tokens.items()):  # first: a server must not be saved without its token
+            self._keys.set(token_entry(alias), token)
+        self._tokens.clear()
         if self._dirty:
             save_app_catalog(self.path, self.staged())
             self._dirty = False
@@ -555,9 +558,6 @@ class McpPage(QWidget):
             if self._keys.available:
                 self._keys.delete(token_entry(alias))
         self._forget.clear()
-        for alias, token in sorted(self._tokens.items()):
-            self._keys.set(token_entry(alias), token)
-        self._tokens.clear()
         for name in sorted(self._always - self._granted):
             self._tool_settings.allow_always(name)
         for name in sorted(self._granted - self._always):
