@@ -38,7 +38,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tiny_agent_core.errors import SecretStoreError
 from tiny_agent_core.mcp.app_catalog import (
     AppCatalog,
     import_servers,
@@ -490,8 +489,6 @@ class McpPage(QWidget):
         except McpConnectError as error:
             self.test_status.setText(f"✗ {error}\nWhat to do: {connect_advice(error)}")
             self._show_tools(None, [])
-        except SecretStoreError as error:
-            self.test_status.setText(f"✗ The token could not be read from the keyring: {error}")
         else:
             offered = sum(tool.offered for tool in tools)
             self.test_status.setText(
