@@ -6,11 +6,15 @@ import json
 import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.core.mcp.conftest import stdio_server
+from tests.core.mcp.test_catalog import entries, json_values
 from tests.core.mcp.test_servers import running
 from tiny_agent_core.mcp.app_catalog import (
     AppCatalog,
@@ -185,3 +189,24 @@ def test_the_window_modules_do_not_load_the_sdk_until_they_connect() -> None:
     )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]"
+
+
+app_catalogs = st.fixed_dictionaries(
+    {"servers": st.dictionaries(st.sampled_from(["a", "b", "c/d", ""]), entries | json_values, max_size=3)},
+    optional={"enabled": st.lists(st.sampled_from(["a", "b", "x", 1]), max_size=3) | json_values},
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(app_catalogs)
+def test_an_app_catalog_file_is_a_catalog_whose_enabled_servers_exist_or_a_catalog_error(value: object) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "mcp-servers.json"
+        path.write_text(json.dumps(value))
+        try:
+            loaded = load_app_catalog(path)
+        except McpCatalogError:
+            return
+        assert loaded.enabled <= set(loaded.servers)
+        save_app_catalog(path, loaded)
+        assert load_app_catalog(path) == loaded
