@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from tiny_agent_core.errors import SecretStoreError
 from tiny_agent_core.mcp.app_catalog import AppCatalog, load_app_catalog, token_entry
-from tiny_agent_core.mcp.catalog import HttpServer, ServerSpec
+from tiny_agent_core.mcp.catalog import HttpServer, ServerSpec, StdioServer
 from tiny_agent_core.mcp.errors import McpCatalogError, McpConnectError, McpError
 from tiny_agent_core.mcp.exchanges import McpExchanges, ServerKind
 from tiny_agent_core.redaction import Redactor, environment_secrets
@@ -135,7 +135,8 @@ class AppServers:
     async def ensure(self, secrets: Sequence[str | None] = ()) -> list[McpError]:
         """Connect the enabled servers unless they are connected already as the catalog says; the errors of those
         that could not be (or of a catalog that cannot be read), each reported once. ``secrets`` (the provider's
-        key) are masked in the kept exchanges, with the servers' tokens and secret environment values."""
+        key) are masked in the kept exchanges, with the servers' tokens and the secret-looking values of this
+        process's environment and of the servers' configured ``env``."""
         async with self._lock:
             try:
                 catalog = await asyncio.to_thread(load_app_catalog, self.path)
@@ -159,7 +160,10 @@ class AppServers:
             return []
         tokens = await asyncio.to_thread(_read_tokens, specs, self._keys)
         environ = os.environ if self._environ is None else self._environ
-        self.exchanges.redact = Redactor([*secrets, *tokens.values(), *environment_secrets(environ)])
+        configured = [
+            value for spec in specs if isinstance(spec, StdioServer) for value in environment_secrets(spec.env)
+        ]
+        self.exchanges.redact = Redactor([*secrets, *tokens.values(), *environment_secrets(environ), *configured])
         self._kinds = {spec.alias: _kind(spec) for spec in specs}
         await asyncio.to_thread(_load_sdk)
         from tiny_agent_core.mcp.servers import McpServers

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -210,3 +212,27 @@ def test_an_app_catalog_file_is_a_catalog_whose_enabled_servers_exist_or_a_catal
         assert loaded.enabled <= set(loaded.servers)
         save_app_catalog(path, loaded)
         assert load_app_catalog(path) == loaded
+
+
+async def test_a_kept_exchange_masks_the_secrets_the_window_knows(tmp_path: Path) -> None:
+    path = tmp_path / "mcp-servers.json"
+    spec = replace(stdio_server("t"), env={"SERVICE_TOKEN": "sv-configured-secret"})
+    save_app_catalog(path, AppCatalog({"t": spec}, frozenset({"t"})))
+    servers = AppServers(path, environ={"PATH": os.environ["PATH"], "OTHER_API_KEY": "sk-process-secret"})
+    try:
+        assert await servers.ensure(secrets=["sk-provider-key"]) == []
+        env = next(tool for tool in servers.tools() if tool.remote_name == "env")
+        echo = next(tool for tool in servers.tools() if tool.remote_name == "echo")
+        servers.exchanges.started("c1", env.name)
+        await env.execute({"name": "SERVICE_TOKEN"})
+        servers.exchanges.started("c2", echo.name)
+        await echo.execute({"text": "sk-provider-key and sk-process-secret"})
+    finally:
+        await servers.aclose()
+    configured, echoed = servers.exchanges.get("c1"), servers.exchanges.get("c2")
+    assert configured is not None
+    assert echoed is not None
+    assert "sv-configured-secret" not in configured.response
+    assert "[redacted]" in configured.response
+    assert "sk-" not in echoed.request + echoed.response
+    assert echoed.kind == "stdio"
