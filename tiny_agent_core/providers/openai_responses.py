@@ -568,8 +568,10 @@ def _finalize(
     try:
         message = output.assistant_message()
         refusal = message.pop("refusal", None)
-        if isinstance(refusal, str) and refusal.strip() and not message["content"] and "tool_calls" not in message:
-            raise ContentFilteredError(f"The model refused: {refusal.strip()}")
+        if isinstance(refusal, str) and refusal.strip():
+            if not message["content"] and "tool_calls" not in message:
+                raise ContentFilteredError(f"The model refused: {refusal.strip()}")
+            output.notes.dropped.setdefault("output.message.content.refusal", None)
         canonical = normalize_assistant_message(message)
         reason = stop_reason(finish_reason, canonical)
     except ProviderError as error:

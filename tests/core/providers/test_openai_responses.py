@@ -461,6 +461,27 @@ def test_refusal_without_an_answer_is_a_content_filter() -> None:
         normalize_response_body(body)
 
 
+def test_refusal_beside_an_answer_is_dropped_visibly() -> None:
+    body = response_json([message_item(text("Here is part."), {"type": "refusal", "refusal": "Not the rest."})])
+    result = normalize_response_body(body)
+    assert result.message.content == "Here is part."
+    assert "output.message.content.refusal" in result.dropped
+
+
+def test_streamed_refusal_is_a_content_filter() -> None:
+    events: list[dict[str, Any]] = [
+        {"type": "response.output_item.added", "output_index": 0, "item": message_item()},
+        {"type": "response.refusal.delta", "output_index": 0, "delta": "I can't "},
+        {"type": "response.refusal.delta", "output_index": 0, "delta": "help with that."},
+        {"type": "response.completed", "response": {"id": "r", "status": "completed"}},
+    ]
+    accumulator = ResponsesAccumulator()
+    for event in events:
+        assert accumulator.feed(event["type"], json.dumps(event)) == []
+    with pytest.raises(ContentFilteredError, match="I can't help with that"):
+        accumulator.finish()
+
+
 def test_incomplete_for_content_filter_is_typed() -> None:
     body = response_json([message_item(text("Par"))], "incomplete", incomplete_details={"reason": "content_filter"})
     with pytest.raises(ContentFilteredError):
