@@ -39,6 +39,7 @@ from tiny_agent_core.settings import AppSettings, ProfileConfig
 from tiny_agent_core.timeline import AssistantItem, ToolItem
 from tiny_agent_core.tools.approval import AllowListApprover, ToolSettings
 from tiny_agent_gui.approval_dialog import ApprovalDialog
+from tiny_agent_gui.inspector import mcp_text
 from tiny_agent_gui.main_window import MainWindow, Services
 from tiny_agent_gui.session_controller import Connection, SessionController
 from tiny_agent_gui.settings import SettingsDialog
@@ -339,6 +340,9 @@ async def test_a_window_session_offers_asks_shows_and_stops_an_mcp_server(
     assert {request.index(row, 0).data() for row in range(request.rowCount())} == {"name", "arguments"}
     response = inspector.mcp_response.model()
     assert "content" in {response.index(row, 0).data() for row in range(response.rowCount())}
+    reopened = mcp_text(call, None)  # a reopened session's call: what the session file says, no raw exchange
+    assert "tool: mcp:t/echo" in reopened
+    assert "raw exchange: not kept" in reopened
 
     await close(window)
     assert children() == []  # the stdio server was stopped, not left behind
