@@ -744,10 +744,8 @@ class MainWindow(QMainWindow):
 
     def _session_opened(self, opened: OpenedSession) -> None:
         store = opened.store
-        timeline = Timeline.from_state(store.state, store.path.read_bytes())
-        timeline.enrich(self.services.ledger)
-        if not opened.read_only:
-            store.observe_commits(timeline.apply)
+        timeline = self.controller.timeline  # built with the session, off the GUI thread
+        assert timeline is not None
         self.timeline = timeline
         self.transcript.transcript_model().set_timeline(timeline)
         self.inspector.set_timeline(timeline)
@@ -1091,7 +1089,9 @@ class MainWindow(QMainWindow):
             return
         store.close()
         self._apply_model(entry)
-        self.controller.open(store.path)
+        opening = self.controller.open(store.path)
+        if opening is not None:
+            await opening
         if self.controller.session is not None and self.controller.session.store.path == store.path:
             self.controller.submit(prompt)
             self.statusBar().showMessage(f"Re-running the prompt on {entry.label} in a new session.", 8000)
@@ -1136,9 +1136,15 @@ class MainWindow(QMainWindow):
         self._open_picker("Add a Model to Compare", self.compare_view.add_model)
 
     def _open_compared_session(self, path: Path) -> None:
-        self.controller.open(path)
-        if self.controller.session is not None and self.controller.session.store.path == path:
-            self.show_sessions()
+        def show(_opening: object = None) -> None:
+            if self.controller.session is not None and self.controller.session.store.path == path:
+                self.show_sessions()
+
+        opening = self.controller.open(path)
+        if opening is None:
+            show()
+        else:
+            opening.add_done_callback(show)
 
     def _compare_workspace(self) -> Path:
         session = self.controller.session

@@ -27,12 +27,13 @@ from PySide6.QtCore import QObject, Signal
 from tiny_agent_core.agent.events import DialectLearned
 from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, Agent, RunResult
 from tiny_agent_core.errors import RecoveryBlockedError, TinyAgentError
-from tiny_agent_core.ledger import index_session_file, opened
+from tiny_agent_core.ledger import connect, index_session_file, opened
 from tiny_agent_core.mcp.app_servers import AppServers
 from tiny_agent_core.mcp.errors import McpError
 from tiny_agent_core.pricing import Overrides
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.providers.profiles import ProviderProfile
+from tiny_agent_core.timeline import Timeline
 from tiny_agent_core.tools.approval import Approver, ToolSettings
 from tiny_agent_core.tools.base import Tool
 from tiny_agent_core.tools.registry import ToolSet
@@ -40,6 +41,37 @@ from tiny_agent_core.workbench import OpenedSession, build_agent, create_session
 from tiny_agent_gui.bridge import AgentBridge
 
 _log = logging.getLogger(__name__)
+
+
+def _load(path: Path, database: Path | None) -> tuple[OpenedSession, Timeline]:
+    """Open ``path`` and build its timeline, with the ledger's request facts when there is an index (``database``).
+
+    Runs in a worker thread (the GUI thread never reads a session file): the store it opens is handed to the GUI
+    thread, and the index is read on a connection of this thread's own. A ledger that cannot be read leaves the
+    steps' live-only facts unknown (logged); it does not keep the session from opening.
+    """
+    session = open_session(path)
+    try:
+        timeline = Timeline.from_state(session.store.state, session.store.path.read_bytes())
+        if database is not None:
+            try:
+                conn = connect(database, migrate=False)
+                try:
+                    timeline.enrich(conn)
+                finally:
+                    conn.close()
+            except (TinyAgentError, sqlite3.Error) as error:
+                _log.warning("the index could not add request facts to %s: %s", path.name, error)
+    except BaseException:
+        session.store.close()
+        raise
+    return session, timeline
+
+
+def _close_loaded(loading: asyncio.Future[tuple[OpenedSession, Timeline]]) -> None:
+    """A superseded open finished in its worker thread: release the session it opened."""
+    if not loading.cancelled() and loading.exception() is None:
+        loading.result()[0].store.close()
 
 
 @dataclass(frozen=True)
@@ -115,6 +147,8 @@ class SessionController(QObject):
         self._agent_key: tuple[object, ...] | None = None
         self._in_use: Connection | None = None
         self._task: asyncio.Task[None] | None = None
+        self._opening: asyncio.Task[None] | None = None
+        self._timeline: Timeline | None = None
         self._abort: asyncio.Future[bool] | None = None
         self._closing: set[asyncio.Task[None]] = set()
         self.bridge.dialect_learned.connect(self._dialect_learned)
@@ -167,26 +201,63 @@ class SessionController(QObject):
         """True while an operation runs."""
         return self._task is not None and not self._task.done()
 
-    def open(self, path: Path) -> None:
+    @property
+    def timeline(self) -> Timeline | None:
+        """The open session's timeline (the transcript's items), built with the session; ``None`` without one."""
+        return self._timeline if self._session is not None else None
+
+    def open(self, path: Path) -> asyncio.Task[None] | None:
         """Open a session file (read-only if another writer holds it); recover it when a crash left it open.
 
-        Opening the session that is already open does nothing (re-opening would collide with our own lock).
+        Reading and strictly validating the file and building its timeline take a while for a long session, so they
+        run in a worker thread while the window goes on painting (see :func:`_load`). Until they are done the open
+        counts as an operation (:attr:`busy`; :meth:`wait_idle` waits for it and for the recovery it may start);
+        :attr:`session_opened` fires once the session and its :attr:`timeline` are ready. Opening another session
+        meanwhile supersedes this one. Returns the task, or ``None`` when nothing was started: the session is
+        already open (re-opening would collide with our own lock), or an operation is running.
         """
         current = self._session
         if current is not None and current.store.path.resolve() == path.resolve():
-            return
-        if self.busy:
+            return None
+        opening = self._opening
+        if opening is not None and not opening.done():
+            opening.cancel()  # the user picked another session while this one loads
+        elif self.busy:
             self.failed.emit("Stop the running operation before opening another session.")
-            return
+            return None
         self.close()
+        task = asyncio.ensure_future(self._open(path))
+        self._task = self._opening = task
+        self.busy_changed.emit(True)
+        return task
+
+    async def _open(self, path: Path) -> None:
+        database = self._database() if self._ledger is not None else None
+        loading = asyncio.get_running_loop().run_in_executor(None, _load, path, database)
         try:
-            opened = open_session(path)
+            opened, timeline = await asyncio.shield(loading)
+        except asyncio.CancelledError:  # superseded: the worker still finishes; release what it opened
+            loading.add_done_callback(_close_loaded)
+            raise
         except (TinyAgentError, OSError) as error:
+            self._opening = None
             self.failed.emit(f"Cannot open {path.name}: {error}")
+            self.busy_changed.emit(False)
             return
-        self._switch(opened)
+        self._opening = None  # loaded: from here on (a recovery) only Esc stops this operation
+        self._switch(opened, timeline)
+        agent = None
         if not opened.read_only and opened.store.state.operation.kind != "idle":
-            self.recover()
+            agent = self._agent_for(opened)
+        if agent is None:
+            self.busy_changed.emit(False)
+            return
+        await self._run(agent, self._recover)  # as recover() would: this task is the operation
+
+    def _database(self) -> Path:
+        """The file of the window's index connection (a worker thread opens its own connection to it)."""
+        assert self._ledger is not None
+        return Path(self._ledger.execute("PRAGMA database_list").fetchone()[2])
 
     def new(self, workspace: Path) -> None:
         """Start a new session in ``workspace`` with the current provider and model."""
@@ -202,7 +273,7 @@ class SessionController(QObject):
         except (TinyAgentError, OSError) as error:
             self.failed.emit(f"Cannot create a session in {workspace}: {error}")
             return
-        self._switch(opened)
+        self._switch(opened, Timeline.from_state(opened.store.state, opened.store.path.read_bytes()))  # a header
 
     def submit(self, prompt: str) -> None:
         """Run ``prompt`` in the open session."""
@@ -288,10 +359,12 @@ class SessionController(QObject):
 
     # -- internals --------------------------------------------------------------------------------------------
 
-    def _switch(self, opened: OpenedSession) -> None:
+    def _switch(self, opened: OpenedSession, timeline: Timeline) -> None:
         self.close()
         self._session = opened
+        self._timeline = timeline
         if not opened.read_only:
+            opened.store.observe_commits(timeline.apply)
             network = self._network(opened.workspace)
             self._tools = ToolSet(session_tools(opened, self._tool_settings, network=network))
         self.session_opened.emit(opened)

@@ -693,6 +693,7 @@ async def test_a_compare_run_of_two_models_shows_both_rows(
     assert "Applied the changes of Second · model-b" in view.status.text()
     assert view.open_button.isEnabled()
     view.open_button.click()
+    await window.controller.wait_idle()  # the session is read off the GUI thread
     session = window.controller.session
     assert session is not None
     assert session.store.state.header.model == "model-b"

@@ -1,0 +1,150 @@
+"""Opening a session: the file is read, validated and turned into a timeline off the GUI thread."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.core.session.builders import Call, SessionScript
+from tiny_agent_core.ledger import connect, scan_workspace
+from tiny_agent_core.providers.client import ProviderClient
+from tiny_agent_core.providers.profiles import custom_profile
+from tiny_agent_core.session import SessionStore
+from tiny_agent_core.session.store import session_file_name
+from tiny_agent_core.timeline import AssistantItem, Timeline, ToolItem, UserItem
+from tiny_agent_core.tools.approval import AllowListApprover, ToolSettings
+from tiny_agent_gui import session_controller
+from tiny_agent_gui.session_controller import Connection, SessionController
+
+
+@pytest.fixture
+async def controller() -> AsyncIterator[SessionController]:
+    http = httpx.AsyncClient(trust_env=False)
+    made = SessionController(
+        client=ProviderClient(http),
+        approver=AllowListApprover([]),
+        tool_settings=ToolSettings.in_memory(),
+        connection=lambda: Connection(custom_profile("http://127.0.0.1:9/v1"), "m", None),
+    )
+    yield made
+    await made.wait_idle()
+    await made.aclose()
+    await http.aclose()
+    made.deleteLater()
+    await asyncio.sleep(0)
+
+
+def _session(folder: Path, runs: int) -> Path:
+    """A valid session file of ``runs`` prompt / tool call / answer runs."""
+    script = SessionScript(seed=runs)
+    for number in range(runs):
+        script.run(f"prompt {number}", [[Call("read", '{"path":"a.txt"}', "A")], f"answer {number}"])
+    data = script.data()
+    session_id = json.loads(data.split(b"\n", 1)[0])["id"]
+    sessions = folder / ".tiny-agent" / "sessions"
+    sessions.mkdir(parents=True, exist_ok=True)
+    path = sessions / session_file_name(datetime(2026, 1, 1, tzinfo=UTC), session_id)
+    path.write_bytes(data)
+    return path
+
+
+def _record(signal: Any) -> list[Any]:
+    seen: list[Any] = []
+    signal.connect(seen.append)
+    return seen
+
+
+async def test_the_file_is_loaded_in_a_worker_thread_and_the_timeline_comes_with_the_session(
+    controller: SessionController, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _session(tmp_path, 3)
+    threads: list[threading.Thread] = []
+    load = session_controller._load
+
+    def spy(*args: Any) -> Any:
+        threads.append(threading.current_thread())
+        return load(*args)
+
+    monkeypatch.setattr(session_controller, "_load", spy)
+    opened = _record(controller.session_opened)
+    busy = _record(controller.busy_changed)
+    opening = controller.open(path)
+    assert opening is not None
+    assert controller.busy
+    assert opened == []  # nothing was read on this thread
+    await opening
+    assert threads
+    assert threads[0] is not threading.main_thread()
+    assert busy == [True, False]
+    assert len(opened) == 1
+    assert opened[0] is controller.session
+    timeline = controller.timeline
+    assert isinstance(timeline, Timeline)
+    kinds = [type(item) for item in timeline.items]
+    assert kinds == [UserItem, AssistantItem, ToolItem, AssistantItem] * 3
+    assert controller.open(path) is None  # already open: nothing to do
+
+
+async def test_the_ledger_facts_are_read_on_the_worker_thread_s_own_connection(
+    controller: SessionController, tmp_path: Path
+) -> None:
+    path = _session(tmp_path, 2)
+    ledger = connect(tmp_path / "index.sqlite3")
+    scan_workspace(ledger, tmp_path)
+    controller._ledger = ledger  # the window passes its index connection
+    try:
+        opening = controller.open(path)
+        assert opening is not None
+        await opening
+        assert controller.timeline is not None
+        assert len(controller.timeline.items) == 8
+    finally:
+        controller.close()
+        ledger.close()
+
+
+async def test_opening_another_session_while_one_loads_supersedes_it_and_releases_its_lock(
+    controller: SessionController, tmp_path: Path
+) -> None:
+    first, second = _session(tmp_path / "one", 2), _session(tmp_path / "two", 3)
+    opened = _record(controller.session_opened)
+    superseded = controller.open(first)
+    await asyncio.sleep(0)  # its load is under way in the worker thread
+    latest = controller.open(second)
+    assert superseded is not None
+    assert latest is not None
+    await latest
+    assert superseded.cancelled()
+    assert [session.store.path for session in opened] == [second]
+    await asyncio.sleep(0)
+    for _ in range(100):  # the superseded load finishes in its thread, then its store is closed
+        try:
+            SessionStore.open(first).close()
+            break
+        except Exception:
+            await asyncio.sleep(0.05)
+    else:
+        pytest.fail("the superseded open kept its session locked")
+
+
+async def test_a_corrupt_file_is_reported_and_nothing_stays_busy(controller: SessionController, tmp_path: Path) -> None:
+    path = _session(tmp_path, 1)
+    path.write_bytes(b'{"kind":"header"}\nnot json\n')
+    failed = _record(controller.failed)
+    busy = _record(controller.busy_changed)
+    opening = controller.open(path)
+    assert opening is not None
+    await opening
+    assert controller.session is None
+    assert controller.timeline is None
+    assert busy == [True, False]
+    assert len(failed) == 1
+    assert failed[0].startswith(f"Cannot open {path.name}:")
