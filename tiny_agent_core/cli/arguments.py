@@ -9,13 +9,10 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 from urllib.parse import urlsplit
 
-from tiny_agent_core.providers.api_kinds import API_KINDS, DEFAULT_API
-from tiny_agent_core.providers.profiles import ProviderProfile
 from tiny_agent_core.providers.transport import Timeouts
 
 _N = TypeVar("_N", int, float)
@@ -73,23 +70,6 @@ def http_status(text: str) -> int:
     if not 100 <= value <= 599:
         raise argparse.ArgumentTypeError(f"an HTTP status code is between 100 and 599, got {value}")
     return value
-
-
-def add_api_option(parser: argparse.ArgumentParser, *, default: str | None) -> None:
-    """Add ``--api KIND`` (choices: the registered API kinds; ``default`` ``None``: the profile's own kind)."""
-    where = f"default: {default}" if default else f"default: the provider's own, else {DEFAULT_API}"
-    parser.add_argument(
-        "--api",
-        choices=sorted(API_KINDS),
-        default=default,
-        metavar="KIND",
-        help=f"the wire API the server speaks: {', '.join(sorted(API_KINDS))} ({where})",
-    )
-
-
-def with_api(profile: ProviderProfile, api: str | None) -> ProviderProfile:
-    """``profile`` speaking API kind ``api`` when one was given (``--api``), else as it is."""
-    return profile if api is None else replace(profile, api=api)
 
 
 def existing_folder(text: str) -> Path:

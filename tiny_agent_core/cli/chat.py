@@ -37,7 +37,8 @@ import sys
 from typing import Any
 
 from tiny_agent_core.agent.events import tokens_per_second
-from tiny_agent_core.cli.arguments import add_api_option, base_url, request_timeouts, seconds, with_api
+from tiny_agent_core.cli.api_option import add_api_option, with_api
+from tiny_agent_core.cli.arguments import base_url, request_timeouts, seconds
 from tiny_agent_core.errors import EmptyResponseError, ProviderConfigurationError, ProviderError
 from tiny_agent_core.providers.client import ChatCompleted, ProviderClient, error_summary
 from tiny_agent_core.providers.profiles import ProviderProfile, check_api_key, list_models, profile_for_base_url

@@ -89,15 +89,8 @@ from tiny_agent_core.agent import events
 from tiny_agent_core.agent.events import generation_seconds
 from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, Agent, RequestRecord, RunResult
 from tiny_agent_core.agent.recording import LedgerRecorder
-from tiny_agent_core.cli.arguments import (
-    add_api_option,
-    base_url,
-    existing_folder,
-    positive_int,
-    request_timeouts,
-    seconds,
-    with_api,
-)
+from tiny_agent_core.cli.api_option import add_api_option, with_api
+from tiny_agent_core.cli.arguments import base_url, existing_folder, positive_int, request_timeouts, seconds
 from tiny_agent_core.cli.index import report_recovery
 from tiny_agent_core.cli.output import discard_stdout, one_line
 from tiny_agent_core.errors import (

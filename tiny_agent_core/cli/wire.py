@@ -17,7 +17,8 @@ import json
 import sys
 from typing import Any
 
-from tiny_agent_core.cli.arguments import add_api_option, http_status
+from tiny_agent_core.cli.api_option import add_api_option
+from tiny_agent_core.cli.arguments import http_status
 from tiny_agent_core.errors import ProviderError
 from tiny_agent_core.providers.api_kinds import DEFAULT_API, adapter_for, normalize_sse_text
 from tiny_agent_core.providers.client import error_summary
