@@ -72,7 +72,7 @@ class StepFinished:
     latency_ms: float | None
     ttft_ms: float | None
     outbound_repairs: tuple[str, ...] = ()
-    """Outbound repairs applied to the request (``openai_chat.OUTBOUND_REPAIRS``), like ``repairs`` for the answer."""
+    """Outbound repairs applied to the request (its API kind's ``OUTBOUND_REPAIRS``), as ``repairs`` for the answer."""
     streamed: bool = True
     """The answer was streamed (else it came as one JSON body, so ``ttft_ms`` is the whole wait)."""
     context_window: int | None = None
@@ -109,7 +109,7 @@ def generation_seconds(latency_ms: float | None, ttft_ms: float | None, *, strea
 class DialectLearned:
     """The server refused a valid form of a request and accepted it repaired: the profile's dialect changed.
 
-    ``changes`` maps the :class:`~tiny_agent_core.providers.openai_chat.Dialect` field to its new value (e.g.
+    ``changes`` maps the :class:`~tiny_agent_core.providers.openai_dialect.Dialect` field to its new value (e.g.
     ``{"stream_tools": False}``); the window can store it in the profile so the next session starts with it.
     """
 

@@ -30,7 +30,7 @@ TITLE_MAX = 80
 """Longest title kept in the index (characters, an ellipsis included)."""
 
 _HTTP_STATUS = re.compile(r"HTTP ([1-5][0-9][0-9])\b")
-"""How a provider's HTTP error starts its message (:func:`tiny_agent_core.providers.openai_chat.http_error`)."""
+"""How a provider's HTTP error starts its message (:func:`tiny_agent_core.providers.http_errors.status_error`)."""
 
 CONTENT_MAX = 200_000
 """Most characters of a session's searchable text kept in the index (the rest is not searchable)."""

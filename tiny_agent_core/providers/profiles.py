@@ -175,7 +175,7 @@ PRESETS: dict[str, ProviderProfile] = {
 
 def custom_profile(base_url: str, *, name: str | None = None, key_required: bool = False) -> ProviderProfile:
     """A profile for any OpenAI-compatible server; capabilities default to the common ones, and a local server
-    gets :data:`~tiny_agent_core.providers.openai_chat.LOCAL_DIALECT`."""
+    gets :data:`~tiny_agent_core.providers.openai_dialect.LOCAL_DIALECT`."""
     url = normalize_base_url(base_url)
     dialect = LOCAL_DIALECT if is_local_url(url) else Dialect()
     return ProviderProfile(
