@@ -65,11 +65,9 @@ def _session(workspace: Path, number: int, created_at: int, prompt: str, model: 
 
 
 def _pane(qtbot: QtBot, conn: sqlite3.Connection, width: int = 320) -> SessionListPane:
-    pane = SessionListPane(conn)
+    pane = SessionListPane(conn, clock=lambda: NOW)  # the date groups of a fixed moment
     qtbot.addWidget(pane)
     pane.resize(width, 600)
-    pane.model._clock = lambda: NOW  # the date groups of a fixed moment
-    pane.reload()
     with qtbot.waitActive(pane):  # keys reach the list's shortcuts only in the active window
         pane.show()
         pane.activateWindow()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRect, QSize, Qt
+from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, QRect, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QWidget
 
@@ -66,6 +66,17 @@ class SessionRowDelegate(QStyledItemDelegate):
         """``show_workspace``: name each row's workspace (when the list shows all workspaces)."""
         super().__init__(parent)
         self.show_workspace = show_workspace
+        self._heights: tuple[int, int] | None = None
+        """(row height, header height) in the view's font: a list of rows of two heights asks every row's size
+        whenever rows are added, so this is kept (and dropped when the view's font or style changes)."""
+        if parent is not None:
+            parent.installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """Forget the row heights when the view's font or style changes."""
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
+            self._heights = None
+        return False
 
     @staticmethod
     def header_height(metrics: QFontMetrics) -> int:
@@ -74,11 +85,13 @@ class SessionRowDelegate(QStyledItemDelegate):
 
     def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> QSize:
         """Two text lines and padding, and the group header when the row starts its group."""
-        metrics = QFontMetrics(option.font)
-        height = metrics.height() * 2 + 3 * _PAD
-        if index.data(SessionListModel.GroupStartRole):
-            height += self.header_height(metrics)
-        return QSize(200, height)
+        heights = self._heights
+        if heights is None:
+            metrics = QFontMetrics(option.font)
+            heights = self._heights = (metrics.height() * 2 + 3 * _PAD, self.header_height(metrics))
+        model = index.model()
+        starts = model.starts_group(index.row()) if isinstance(model, SessionListModel) else False
+        return QSize(200, heights[0] + heights[1] if starts else heights[0])
 
     def paint(
         self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex

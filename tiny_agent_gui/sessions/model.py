@@ -212,7 +212,7 @@ class SessionListModel(QAbstractListModel):
         """Tell views the relative times (and, after midnight, the date groups) changed (call once a minute)."""
         if not self._rows:
             return
-        groups = self._group_names()
+        groups = self._group_names(self._rows)
         if groups != self._groups:
             self.layoutAboutToBeChanged.emit()
             self._groups = groups
@@ -226,6 +226,10 @@ class SessionListModel(QAbstractListModel):
     def row_of(self, session_id: str) -> int | None:
         """The row of a loaded session, or ``None``."""
         return self._rows_by_id.get(session_id)
+
+    def starts_group(self, row: int) -> bool:
+        """Whether ``row`` is the first of its date group (its header is painted above it)."""
+        return row == 0 or (0 < row < len(self._groups) and self._groups[row] != self._groups[row - 1])
 
     def status(self, summary: SessionSummary) -> SessionStatus:
         """The status mark of a session as this model shows it."""
@@ -242,6 +246,7 @@ class SessionListModel(QAbstractListModel):
         """The pinned sessions and the first page of the others (no notifications: inside a reset)."""
         self._rows = []
         self._rows_by_id = {}
+        self._groups = []
         self._origins = {}
         self._exhausted = False
         self._pinned = self._add([s for s in self._list(pinned=True, limit=PINNED_MAX) if s.id not in self._hidden])
@@ -263,16 +268,16 @@ class SessionListModel(QAbstractListModel):
             self.endInsertRows()
 
     def _add(self, summaries: list[SessionSummary]) -> int:
-        """Append loaded rows (and the titles of their forks' origins); returns how many."""
+        """Append loaded rows (their groups, and the titles of their forks' origins); returns how many."""
         for number, summary in enumerate(summaries, start=len(self._rows)):
             self._rows_by_id[summary.id] = number
         self._rows.extend(summaries)
+        self._groups.extend(self._group_names(summaries))
         for summary in summaries:
             origin = summary.origin_id
             if origin is not None and origin not in self._origins:
                 found = get_session(self._conn, origin)
                 self._origins[origin] = (found.title or UNTITLED) if found is not None else "a deleted session"
-        self._groups = self._group_names()
         return len(summaries)
 
     def _remove(self, row: int) -> None:
@@ -280,13 +285,13 @@ class SessionListModel(QAbstractListModel):
         if row < self._pinned:
             self._pinned -= 1
         del self._rows[row]
+        del self._groups[row]
         self._rows_by_id = {s.id: i for i, s in enumerate(self._rows)}
-        self._groups = self._group_names()
         self.endRemoveRows()
 
-    def _group_names(self) -> list[str]:
+    def _group_names(self, summaries: list[SessionSummary]) -> list[str]:
         now = self._clock()
-        return [PINNED if s.pinned else date_group(s.created_at, now) for s in self._rows]
+        return [PINNED if s.pinned else date_group(s.created_at, now) for s in summaries]
 
     def canFetchMore(self, parent: ModelIndex = QModelIndex()) -> bool:  # noqa: B008  (Qt signature)
         """More sessions may be in the index beyond the loaded rows."""
@@ -345,8 +350,7 @@ class SessionListModel(QAbstractListModel):
         if role == self.GroupRole:
             return self._groups[index.row()]
         if role == self.GroupStartRole:
-            row = index.row()
-            return row == 0 or self._groups[row] != self._groups[row - 1]
+            return self.starts_group(index.row())
         if role == self.OriginRole:
             return self._origin_text(summary)
         if role == Qt.ItemDataRole.ToolTipRole:

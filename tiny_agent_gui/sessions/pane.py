@@ -88,8 +88,11 @@ class SessionListPane(QWidget):
     operation_done = Signal()
     """A session action's file work finished (tests wait for it)."""
 
-    def __init__(self, conn: sqlite3.Connection, parent: QWidget | None = None) -> None:
-        """``conn``: the index database, used on the GUI thread (the pane does not close it)."""
+    def __init__(
+        self, conn: sqlite3.Connection, parent: QWidget | None = None, *, clock: Callable[[], int] | None = None
+    ) -> None:
+        """``conn``: the index database, used on the GUI thread (the pane does not close it); ``clock``: now in ms,
+        for the relative times and date groups (tests pin it)."""
         super().__init__(parent)
         self.setAccessibleName("Sessions")
         self._conn = conn
@@ -101,7 +104,7 @@ class SessionListPane(QWidget):
         self.workspace_combo = QComboBox(self)
         self.workspace_combo.setAccessibleName("Workspace")
         self.workspace_combo.setToolTip("Show the sessions of one workspace, or of all")
-        self.model = SessionListModel(conn, self)
+        self.model = SessionListModel(conn, self, clock=clock)
         self.list_view = QListView(self)
         self.list_view.setAccessibleName("Session list")
         self.list_view.setModel(self.model)
