@@ -294,12 +294,8 @@ class ChatStream:
         return body, ()
 
     def _state_lost(self, error: ProviderError) -> bool:
-        """The request chained from server state that ``error`` says the server no longer has."""
-        return (
-            self._full_body is not None
-            and isinstance(self.adapter, KeepsServerState)
-            and self.adapter.state_lost(error)
-        )
+        """``error`` says the server no longer has the state the request chained from."""
+        return isinstance(self.adapter, KeepsServerState) and self.adapter.state_lost(error)
 
     async def _run(self) -> AsyncGenerator[ChatEvent, None]:
         resent = False
