@@ -10,7 +10,7 @@ pydantic up front.
 
 from __future__ import annotations
 
-import importlib
+import sys as _sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -108,7 +108,8 @@ def __getattr__(name: str) -> Any:
     module = _MODULE_OF.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    __import__(module)  # the builtin: ``importlib`` itself would cost a start-up more than this whole package
+    value = getattr(_sys.modules[module], name)
     globals()[name] = value
     return value
 

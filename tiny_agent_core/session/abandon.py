@@ -10,8 +10,7 @@ is validated by the store before it is written, exactly as a live run's are.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from tiny_agent_core.session import facts
 from tiny_agent_core.session.planner import plan_abort
@@ -20,8 +19,7 @@ from tiny_agent_core.session.store import SessionStore
 __all__ = ["Abandoned", "abandon_operation"]
 
 
-@dataclass(frozen=True)
-class Abandoned:
+class Abandoned(NamedTuple):
     """What :func:`abandon_operation` closed."""
 
     operation_id: str

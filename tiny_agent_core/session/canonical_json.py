@@ -26,8 +26,6 @@ import math
 import re
 from typing import Any
 
-import rfc8785
-
 __all__ = [
     "CanonicalJsonError",
     "canonical_digest",
@@ -48,6 +46,8 @@ class CanonicalJsonError(ValueError):
 
 def canonical_json(value: Any) -> str:
     """The canonical JSON text of ``value`` (dicts, lists, tuples, str, int, float, bool, None)."""
+    import rfc8785  # on first use: loading a session that holds no float never needs it
+
     try:
         return rfc8785.dumps(value).decode("utf-8")
     except (rfc8785.CanonicalizationError, UnicodeError, TypeError, RecursionError) as error:

@@ -20,9 +20,10 @@ Entries (``kind: "entry"``): :class:`UserEntry`, :class:`AssistantEntry`, :class
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from tiny_agent_core.usage import Usage
+if TYPE_CHECKING:
+    from tiny_agent_core.usage import Usage
 
 __all__ = [
     "AbortRequested",
@@ -279,6 +280,8 @@ class UsageRecorded(NamedTuple):
     @property
     def usage(self) -> Usage:
         """The four counts as a :class:`~tiny_agent_core.usage.Usage`."""
+        from tiny_agent_core.usage import Usage  # on first use: the reducer itself never needs it
+
         return Usage(self.input, self.output, self.cache_read, self.cache_write)
 
 

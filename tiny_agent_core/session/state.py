@@ -14,10 +14,10 @@ messages and tool arguments are the parsed JSON objects themselves, not copies.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from tiny_agent_core.usage import Usage
+if TYPE_CHECKING:
+    from tiny_agent_core.usage import Usage
 
 __all__ = [
     "IDLE",
@@ -36,8 +36,7 @@ __all__ = [
 JsonObject = dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class SessionHeader:
+class SessionHeader(NamedTuple):
     """Line 1 of a session file, without ``kind``/``version`` (always ``"header"``/``2``)."""
 
     id: str
@@ -422,6 +421,8 @@ class SessionState:
     @property
     def usage(self) -> Usage:
         """Sum of every usage fact (model attempts and tools, any outcome)."""
+        from tiny_agent_core.usage import Usage  # on first use: ``session check`` needs only the totals
+
         return Usage(*self.index.usage_totals)
 
     @property
@@ -464,7 +465,7 @@ def state_to_json(state: SessionState) -> JsonObject:
         "header": state.header.as_json(),
         "transcript": list(state.transcript),
         "activeContext": list(state.active_context),
-        "usage": state.usage.as_dict(),
+        "usage": dict(zip(("input", "output", "cacheRead", "cacheWrite"), state.index.usage_totals, strict=True)),
         "operation": state.operation.as_json(),
         "repairedLength": state.repaired_length,
     }
