@@ -42,10 +42,8 @@ from typing import Any
 from tiny_agent_core.cli.show import add_show_command
 from tiny_agent_core.errors import SessionCorruption, SessionError, SessionLockedError
 from tiny_agent_core.session import SessionState, reduce_session, state_to_json
-from tiny_agent_core.session.abandon import abandon_operation
 from tiny_agent_core.session.canonical_json import js_numbers
-from tiny_agent_core.session.planner import plan_recovery, validate_current
-from tiny_agent_core.session.store import SessionStore, require_header_line
+from tiny_agent_core.session.framing import require_header_line
 
 EXIT_OK = 0
 EXIT_FAILED = 2
@@ -150,6 +148,8 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
+    from tiny_agent_core.session.planner import plan_recovery, validate_current  # only here: keeps check's start
+
     raw = _read(args.current)
     if raw is None:
         return EXIT_FAILED
@@ -174,6 +174,9 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _abandon(args: argparse.Namespace) -> int:
+    from tiny_agent_core.session.abandon import abandon_operation  # only here: keeps check's start
+    from tiny_agent_core.session.store import SessionStore
+
     path: Path = args.file
     try:
         store = SessionStore.open(path)

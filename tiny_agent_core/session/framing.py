@@ -35,6 +35,7 @@ __all__ = [
     "parse_line",
     "parse_line_bytes",
     "raw_surrogate_line",
+    "require_header_line",
     "strip_bom",
 ]
 
@@ -120,6 +121,24 @@ def check_committed(data: bytes, end: int) -> None:
             decoder.decode(view[offset : min(end, offset + _CHUNK)], offset + _CHUNK >= end)
     except UnicodeDecodeError:
         raise SessionCorruption("INVALID_UTF8", 1) from None
+
+
+def require_header_line(data: bytes, name: str) -> None:
+    """Raise ``MISSING_HEADER`` (line 1, the reducer's verdict) with a message a user can act on when ``data``, the
+    bytes of session file ``name``, has no complete line: a creation that never finished.
+
+    Versions before atomic creation could leave such a file (0 bytes, or part of the header) when the disk filled
+    up while a session was created. It holds no session data; it is safe to delete, and nothing else repairs it.
+    """
+    if b"\n" not in data:
+        raise SessionCorruption(
+            "MISSING_HEADER",
+            1,
+            message=(
+                f"Session file {name} has no complete line ({len(data)} bytes), so it holds no session data: "
+                "its creation never finished (e.g. the disk was full). It can be deleted."
+            ),
+        )
 
 
 def strip_bom(first_line: str) -> str:

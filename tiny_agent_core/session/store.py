@@ -41,6 +41,7 @@ from typing import Any, Self
 from tiny_agent_core.errors import SessionCorruption, SessionError, SessionLockedError, TransactionRejectedError
 from tiny_agent_core.session.fact_types import SessionFact
 from tiny_agent_core.session.facts import new_id
+from tiny_agent_core.session.framing import require_header_line
 from tiny_agent_core.session.reducer import TransactionObserver, apply_transaction, reduce_session, stage_transaction
 from tiny_agent_core.session.state import SessionState
 
@@ -86,24 +87,6 @@ def session_file_name(created: datetime, session_id: str) -> str:
     created = created.astimezone(UTC)
     stamp = created.strftime("%Y-%m-%dT%H-%M-%S") + f"-{created.microsecond // 1000:03d}Z"
     return f"{stamp}_{session_id}.jsonl"
-
-
-def require_header_line(data: bytes, name: str) -> None:
-    """Raise ``MISSING_HEADER`` (line 1, the reducer's verdict) with a message a user can act on when ``data``, the
-    bytes of session file ``name``, has no complete line: a creation that never finished.
-
-    Versions before atomic creation could leave such a file (0 bytes, or part of the header) when the disk filled
-    up while a session was created. It holds no session data; it is safe to delete, and nothing else repairs it.
-    """
-    if b"\n" not in data:
-        raise SessionCorruption(
-            "MISSING_HEADER",
-            1,
-            message=(
-                f"Session file {name} has no complete line ({len(data)} bytes), so it holds no session data: "
-                "its creation never finished (e.g. the disk was full). It can be deleted."
-            ),
-        )
 
 
 def find_session(workspace: str | os.PathLike[str], session_id: str) -> Path:
