@@ -776,7 +776,8 @@ class MainWindow(QMainWindow):
 
     def _select_transcript_row(self, row: int) -> None:
         """A waterfall row was clicked: select (and show) what it stands for in the transcript too."""
-        index = self.transcript.transcript_model().index(row, 0)
+        model = self.transcript.transcript_model()
+        index = model.index(model.row_of(row), 0)
         if index.isValid():
             self.transcript.setCurrentIndex(index)
             self.transcript.scrollTo(index)

@@ -6,6 +6,12 @@ the in-flight assistant text: :meth:`TranscriptModel.append_text_delta` appends 
 timer repaints the streaming row at most every :data:`REPAINT_INTERVAL_MS` (practice 11), so 500 deltas a second
 cost a few dozen repaints, never a re-render of the transcript per token. The streaming row is the last row; it
 goes away when the committed assistant message of its step arrives (or on :meth:`TranscriptModel.end_stream`).
+
+A long timeline (more than :data:`LONG_TIMELINE` items) is shown tail first: :meth:`TranscriptModel.set_timeline`
+exposes only its last :data:`TAIL_ROWS` items, so the view lays out and paints one screenful of the newest
+messages at once instead of laying out thousands of rows from the top before the newest can be shown; the view then
+asks for the rest (:meth:`TranscriptModel.reveal_all`, one insertion at the top). Rows are positions among the
+shown items: :meth:`TranscriptModel.row_of` maps a timeline index to its row.
 """
 
 from __future__ import annotations
@@ -33,6 +39,12 @@ ITEM_ROLE = Qt.ItemDataRole.UserRole + 1
 
 REPAINT_INTERVAL_MS = 33
 """Streaming repaints are coalesced to about 30 Hz."""
+
+LONG_TIMELINE = 2000
+"""Timelines longer than this open tail first (below it the view's batched layout reaches the end quickly)."""
+
+TAIL_ROWS = 60
+"""How many of the newest items a long timeline shows first: more than a screenful on a tall window."""
 
 ModelIndex = QModelIndex | QPersistentModelIndex
 
@@ -109,6 +121,8 @@ class TranscriptModel(QAbstractListModel):
         """Show ``timeline`` (or nothing until :meth:`set_timeline`)."""
         super().__init__(parent)
         self._timeline: Timeline | None = None
+        self._first = 0
+        """Timeline index of row 0: the items before it are not shown yet (a long timeline's tail first)."""
         self._stream_step: str | None = None
         self._stream_chunks: list[str] = []
         self._stream_item: StreamingItem | None = None
@@ -126,22 +140,43 @@ class TranscriptModel(QAbstractListModel):
         return self._timeline
 
     def set_timeline(self, timeline: Timeline | None) -> None:
-        """Show another session's timeline (resets the model and drops any streaming text)."""
+        """Show another session's timeline (resets the model and drops any streaming text); a long one tail first."""
         self.beginResetModel()
         if self._timeline is not None:
             self._timeline.remove_listener(self)
         self._timeline = timeline
         self._drop_stream()
+        self._first = 0
         if timeline is not None:
             timeline.add_listener(self)
+            if len(timeline) > LONG_TIMELINE:
+                self._first = len(timeline) - TAIL_ROWS
         self.endResetModel()
 
+    def hidden_rows(self) -> int:
+        """How many older items are not shown yet (see :meth:`reveal_all`)."""
+        return self._first
+
+    def reveal_all(self) -> None:
+        """Show the older items a long timeline opened without: one insertion of rows at the top."""
+        if not self._first:
+            return
+        self.beginInsertRows(QModelIndex(), 0, self._first - 1)
+        self._first = 0
+        self.endInsertRows()
+
+    def row_of(self, timeline_index: int) -> int:
+        """The row of the timeline's item ``timeline_index`` (every item is shown first, if it was not)."""
+        self.reveal_all()
+        return timeline_index
+
     def _count(self) -> int:
-        return len(self._timeline) if self._timeline is not None else 0
+        return len(self._timeline) - self._first if self._timeline is not None else 0
 
     def on_inserting(self, index: int, count: int) -> None:
         """Timeline listener: rows are about to be appended (before the streaming row)."""
-        self.beginInsertRows(QModelIndex(), index, index + count - 1)
+        row = index - self._first
+        self.beginInsertRows(QModelIndex(), row, row + count - 1)
 
     def on_inserted(self, index: int, count: int) -> None:
         """Timeline listener: rows were appended; a committed answer of the streaming step ends the stream."""
@@ -155,8 +190,10 @@ class TranscriptModel(QAbstractListModel):
                 return
 
     def on_changed(self, index: int) -> None:
-        """Timeline listener: an item was replaced."""
-        changed = self.index(index)
+        """Timeline listener: an item was replaced (a row not shown yet is read when it is)."""
+        if index < self._first:
+            return
+        changed = self.index(index - self._first)
         self.dataChanged.emit(changed, changed)
 
     # --- streaming ---------------------------------------------------------------------------------------------
@@ -224,7 +261,7 @@ class TranscriptModel(QAbstractListModel):
         count = self._count()
         if 0 <= row < count:
             assert self._timeline is not None
-            return self._timeline.items[row]
+            return self._timeline.items[self._first + row]
         if row == count and self._stream_item is not None:
             return self._stream_item
         return None

@@ -10,10 +10,20 @@ edit or write, or to the first and last lines of the output (its context menu co
 and opens the file). Ctrl+C copies the selected message. Failed operations are red notices with a "Retry" button
 (click it, or select the notice and press Enter). Layout runs in batches, so opening a long session paints the
 first screen without measuring every row.
+
+A long session opens at its newest message: the model shows its tail first (:class:`TranscriptModel`), the view
+paints it, then measures the older rows' heights in short slices per event-loop turn (the tail stays usable) and
+reveals them in one insertion at the top. While the batched layout of all rows runs (quick: every height is
+known), the viewport keeps the picture of the tail (its updates are suspended, for at most :data:`REVEAL_LIMIT_MS`)
+and shows the whole transcript once the layout reaches the last row, still at the newest message (or, if the user
+scrolled, at the row they were looking at). The delegate remembers each row's height (:class:`HeightCache`), so
+a relayout measures only rows it has not measured at this width, never re-renders every document.
 """
 
 from __future__ import annotations
 
+import time
+from collections import OrderedDict
 from pathlib import Path
 
 from PySide6.QtCore import (
@@ -41,6 +51,7 @@ from PySide6.QtGui import (
     QKeySequence,
     QMouseEvent,
     QPainter,
+    QPaintEvent,
     QPalette,
     QPolygon,
     QTextDocument,
@@ -91,6 +102,47 @@ ModelIndex = QModelIndex | QPersistentModelIndex
 CARD_BODY_LINES = 6
 """An expanded card shows this many first and last lines of a call's output."""
 
+REVEAL_LIMIT_MS = 10_000
+"""Longest time the viewport keeps the tail's picture while the older rows are laid out (a bound, not a delay)."""
+
+REVEAL_FALLBACK_MS = 250
+"""A view that is not painted (hidden) starts on the older rows after this long anyway."""
+
+MEASURE_SLICE_S = 0.008
+"""The older rows are measured in slices of about this long per event-loop turn (the window stays responsive)."""
+
+
+class HeightCache:
+    """Row heights per item object (held, so its ``id`` cannot be reused) and layout key, LRU-bounded.
+
+    Timeline items are immutable and replaced on change, so an item's height at one width (and expansion) never
+    changes; a palette or font change clears the cache.
+    """
+
+    def __init__(self, capacity: int = 50_000) -> None:
+        """Keep at most ``capacity`` heights."""
+        self._capacity = capacity
+        self._entries: OrderedDict[int, tuple[object, tuple[int, bool], int]] = OrderedDict()
+
+    def get(self, item: object, key: tuple[int, bool]) -> int | None:
+        """The height of ``item`` measured under ``key`` (width, expanded), if known."""
+        entry = self._entries.get(id(item))
+        if entry is None or entry[0] is not item or entry[1] != key:
+            return None
+        self._entries.move_to_end(id(item))
+        return entry[2]
+
+    def put(self, item: object, key: tuple[int, bool], height: int) -> None:
+        """Remember ``height`` of ``item`` under ``key``."""
+        self._entries[id(item)] = (item, key, height)
+        self._entries.move_to_end(id(item))
+        while len(self._entries) > self._capacity:
+            self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        """Forget every height."""
+        self._entries.clear()
+
 
 def _is_dark(palette: QPalette) -> bool:
     return palette.color(QPalette.ColorRole.Base).lightness() < 128
@@ -129,6 +181,7 @@ class TranscriptDelegate(QStyledItemDelegate):
         self._documents = DocumentCache()
         self._bodies = DocumentCache(100)
         """Expanded cards' documents."""
+        self._sizes = HeightCache()
         self._bold = QFont(view.font())
         self._bold.setBold(True)
 
@@ -136,6 +189,7 @@ class TranscriptDelegate(QStyledItemDelegate):
         """Forget every rendered document (after a font or palette change)."""
         self._documents.clear()
         self._bodies.clear()
+        self._sizes.clear()
         self._bold = QFont(self._view.font())
         self._bold.setBold(True)
 
@@ -204,12 +258,27 @@ class TranscriptDelegate(QStyledItemDelegate):
         """Header plus document height for messages; one line for cards, plus the body of an expanded one."""
         item = index.data(ITEM_ROLE)
         width = self._view.viewport().width()
+        if item is None or isinstance(item, StreamingItem):  # a new object per repaint: nothing to remember
+            return self._measure(item, width)
+        return QSize(width, self.height_of(item))
+
+    def height_of(self, item: TimelineItem) -> int:
+        """The row height of ``item`` at the view's width, measured once (see :class:`HeightCache`)."""
+        width = self._view.viewport().width()
+        key = (width, isinstance(item, ToolItem) and self._view.is_expanded(item.call_id))
+        height = self._sizes.get(item, key)
+        if height is None:
+            height = self._measure(item, width).height()
+            self._sizes.put(item, key, height)
+        return height
+
+    def _measure(self, item: TimelineItem | StreamingItem | None, width: int) -> QSize:
         if isinstance(item, ToolItem):
             body = 0
             if self._view.is_expanded(item.call_id):
                 body = int(self.card_body(item).size().height()) + 2 * PADDING
             return QSize(width, self._chip_height() + body + GAP)
-        document = self._document(item)
+        document = self._document(item) if item is not None else None
         body = int(document.size().height()) if document is not None else 0
         header = (
             self._header_height() if isinstance(item, UserItem | AssistantItem | CompactionItem | StreamingItem) else 0
@@ -483,6 +552,19 @@ class TranscriptView(QListView):
         bar = self.verticalScrollBar()
         bar.rangeChanged.connect(self._range_changed)
         bar.valueChanged.connect(self._value_changed)
+        # A long timeline's older rows: revealed after the tail's first paint (see the module docstring).
+        self._reveal_timer = QTimer(self)
+        self._reveal_timer.setSingleShot(True)
+        self._reveal_timer.timeout.connect(self._reveal)
+        self._reveal_limit = QTimer(self)
+        self._reveal_limit.setSingleShot(True)
+        self._reveal_limit.setInterval(REVEAL_LIMIT_MS)
+        self._reveal_limit.timeout.connect(self._revealed)
+        self._revealing: tuple[int, tuple[int, int] | None] | None = None
+        self._measured = 0
+        """Of a long timeline's older rows, how many (counted back from the tail) have their height cached."""
+        """While the older rows are laid out: how many were added, and the (row, top) the user was looking at
+        (``None``: at the newest message)."""
         self.setModel(model if model is not None else TranscriptModel(parent=self))
 
     def transcript_model(self) -> TranscriptModel:
@@ -497,6 +579,7 @@ class TranscriptView(QListView):
         if old is not None:
             old.rowsInserted.disconnect(self._rows_inserted)
             old.dataChanged.disconnect(self._data_changed)
+            old.modelReset.disconnect(self._model_reset)
         super().setModel(model)
         self._delegate.clear_cache()
         if model is None:
@@ -504,8 +587,76 @@ class TranscriptView(QListView):
         assert isinstance(model, TranscriptModel)
         model.rowsInserted.connect(self._rows_inserted)
         model.dataChanged.connect(self._data_changed)
+        model.modelReset.connect(self._model_reset)
         self.selectionModel().currentChanged.connect(self._current_changed)
         self._scroll_timer.start()
+        self._model_reset()
+
+    # --- a long timeline: the tail first, then the older rows --------------------------------------------------
+
+    def _model_reset(self) -> None:
+        """Another timeline: end a reveal in progress; reveal the new one's older rows once the tail is painted."""
+        if self._revealing is not None:
+            self._revealing = None
+            self._reveal_limit.stop()
+            self.viewport().setUpdatesEnabled(True)
+        self._reveal_timer.stop()
+        self._measured = 0
+        if self.transcript_model().hidden_rows():
+            self._reveal_timer.start(REVEAL_FALLBACK_MS)
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        """Paint; right after the first paint of a long timeline's tail, reveal its older rows."""
+        super().paintEvent(event)
+        if self._revealing is None and self.transcript_model().hidden_rows():
+            self._reveal_timer.start(0)
+
+    def _reveal(self) -> None:
+        """Measure the older rows a slice per turn (the tail stays usable), then show them all at once."""
+        model = self.transcript_model()
+        added = model.hidden_rows()
+        timeline = model.timeline()
+        if not added or self._revealing is not None or timeline is None:
+            return
+        items = timeline.items
+        deadline = time.perf_counter() + MEASURE_SLICE_S
+        while self._measured < added:
+            self._delegate.height_of(items[added - 1 - self._measured])
+            self._measured += 1
+            if time.perf_counter() > deadline:
+                self._reveal_timer.start(0)
+                return
+        anchor = None
+        if not self._follow:
+            top = self.indexAt(QPoint(0, 0))
+            if top.isValid():
+                anchor = (top.row(), self.visualRect(top).top())
+        self._revealing = (added, anchor)
+        self.viewport().setUpdatesEnabled(False)  # the tail stays on screen while every row is laid out
+        self._reveal_limit.start()
+        model.reveal_all()
+
+    def _laid_out_to_the_end(self) -> bool:
+        model = self.model()
+        rows = model.rowCount()
+        return rows == 0 or self.visualRect(model.index(rows - 1, 0)).isValid()
+
+    def _revealed(self) -> None:
+        """The layout reached the last row (or the limit passed): show the transcript where the user was."""
+        if self._revealing is None:
+            return
+        added, anchor = self._revealing
+        self._revealing = None
+        self._reveal_limit.stop()
+        if anchor is None:
+            self._scroll_to_bottom()
+        else:
+            row, top = anchor
+            index = self.model().index(row + added, 0)
+            self.scrollTo(index, QAbstractItemView.ScrollHint.PositionAtTop)
+            bar = self.verticalScrollBar()
+            bar.setValue(bar.value() - top)
+        self.viewport().setUpdatesEnabled(True)
 
     def _at_bottom(self) -> bool:
         bar = self.verticalScrollBar()
@@ -525,6 +676,10 @@ class TranscriptView(QListView):
             self._follow = self._at_bottom()
 
     def _range_changed(self) -> None:
+        if self._revealing is not None:
+            if self._laid_out_to_the_end():
+                self._revealed()
+            return
         if self._follow:
             self._scroll_timer.start()
 
