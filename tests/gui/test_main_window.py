@@ -129,7 +129,7 @@ async def test_escape_stops_a_stalled_stream(window: MainWindow, server: Loopbac
     server.queue(Reply.sse(sse_events([chunk]), stall_after=1, stall=30))
     window.composer.submitted.emit("go slowly")
     await _until(lambda: window.controller.busy and len(server.requests) == 1)
-    await asyncio.sleep(0.1)
+    await _until(lambda: window.transcript.transcript_model().streaming_text() == "slow ")  # stalled after it
     window.composer.cancel_requested.emit()
     await _until(lambda: not window.controller.busy, seconds=5)
     assert any(getattr(item, "kind", None) == "aborted" for item in _items(window))
