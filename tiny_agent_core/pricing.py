@@ -54,7 +54,7 @@ from datetime import UTC, datetime
 from decimal import Decimal, localcontext
 from functools import cache, lru_cache
 from importlib.metadata import version
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, get_args
 
 from tiny_agent_core.usage import Usage
 
@@ -65,6 +65,8 @@ if TYPE_CHECKING:
 CostSource = Literal["provider", "price_table", "override", "not_billed", "local"]
 """Where a cost came from: the provider's own figure, a price-table computation, a user override, a failed request
 no provider bills, or a local server without an API charge."""
+COST_SOURCES: tuple[str, ...] = get_args(CostSource)
+"""Every :data:`CostSource`."""
 
 PRICE_TABLE_VERSION = f"genai-prices {version('genai-prices')}"
 """The price data's version, recorded with every ``price_table`` cost (the data is the package's bundled data)."""
@@ -93,17 +95,29 @@ _PRECISION = 60
 
 @dataclass(frozen=True, slots=True)
 class Cost:
-    """What one request cost and where the number came from; ``amount is None`` means unknown (never $0)."""
+    """What one request cost and where the number came from; ``amount is None`` means unknown (never $0).
+
+    The one cost type of the core: :func:`price_request` returns it (with a :attr:`detail` for people), the ledger
+    stores and reads it back (:class:`~tiny_agent_core.ledger.requests.RequestRow`), the agent reports it.
+    """
 
     amount: Decimal | None
-    """The cost in :attr:`currency`; ``None`` when unknown."""
+    """US dollars, finite and non-negative; ``None`` when unknown."""
     source: CostSource | None
     """Where :attr:`amount` came from; ``None`` exactly when the amount is unknown."""
-    currency: str = "USD"
     data_version: str | None = None
     """The price table's version when the table was consulted (also when it had no price), else ``None``."""
     detail: str = ""
-    """A short human explanation: the rates used, or why the cost is unknown."""
+    """A short human explanation: the rates used, or why the cost is unknown (not stored by the ledger)."""
+
+    def __post_init__(self) -> None:
+        if self.amount is None and self.source is None:
+            return
+        amount = self.amount
+        if not isinstance(amount, Decimal) or not amount.is_finite() or amount < 0:
+            raise ValueError(f"cost must be a finite, non-negative Decimal (or None if unknown), got {amount!r}")
+        if self.source not in COST_SOURCES:
+            raise ValueError(f"cost source must be one of {COST_SOURCES}, got {self.source!r}")
 
 
 @dataclass(frozen=True, slots=True)

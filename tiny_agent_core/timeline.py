@@ -630,9 +630,7 @@ class Timeline:
             "error_kind": row.error_kind,
         }
         if row.cost is not None:
-            changes.update(
-                cost=row.cost.amount, cost_source=row.cost.source, price_data_version=row.cost.price_data_version
-            )
+            changes.update(cost=row.cost.amount, cost_source=row.cost.source, price_data_version=row.cost.data_version)
         if row.dialect_repairs is not None:
             changes["repairs"] = tuple(row.dialect_repairs)
         if row.dropped_fields is not None:

@@ -14,7 +14,6 @@ from pathlib import Path
 from tiny_agent_core.agent.loop import RequestRecord
 from tiny_agent_core.ledger import index_session_file, record_attempt
 from tiny_agent_core.ledger.extract import RequestFacts
-from tiny_agent_core.ledger.requests import Cost as LedgerCost
 from tiny_agent_core.ledger.requests import LiveRequest, add_raw_capture, record_live
 
 
@@ -57,11 +56,7 @@ class LedgerRecorder:
             self._conn,
             LiveRequest(
                 attempt_id=record.attempt_id,
-                cost=(
-                    LedgerCost(cost.amount, cost.source, cost.data_version)
-                    if cost.amount is not None and cost.source is not None
-                    else None
-                ),
+                cost=cost if cost.amount is not None else None,
                 response_model=record.response.model if record.response is not None else None,
                 latency_ms=round(record.latency_ms),
                 ttft_ms=round(record.ttft_ms) if record.ttft_ms is not None else None,

@@ -21,19 +21,16 @@ import sqlite3
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 from tiny_agent_core.errors import LedgerError
 from tiny_agent_core.ledger import sidecar
 from tiny_agent_core.ledger.repricing import reprice_request
 from tiny_agent_core.ledger.totals import decimal_from_text
 from tiny_agent_core.ledger.transactions import transaction
-from tiny_agent_core.pricing import CostSource
+from tiny_agent_core.pricing import Cost as Cost  # re-exported: the ledger keeps the core's one Cost
 from tiny_agent_core.usage import Usage
-
-COST_SOURCES: tuple[str, ...] = get_args(CostSource)
 
 _log = logging.getLogger(__name__)
 
@@ -60,23 +57,6 @@ _SECRET_KEYS = frozenset(
     }
 )
 _SECRET_VALUE = re.compile(r"(?i)\bbearer\s+\S+|\bsk-[A-Za-z0-9_-]{16,}")
-
-
-@dataclass(frozen=True, slots=True)
-class Cost:
-    """What one request cost, exactly, and where the number came from."""
-
-    amount: Decimal
-    """In US dollars; finite and non-negative."""
-    source: CostSource
-    price_data_version: str | None = None
-    """The price table's data version (for ``source == 'price_table'``)."""
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.amount, Decimal) or not self.amount.is_finite() or self.amount < 0:
-            raise ValueError(f"cost must be a finite, non-negative Decimal, got {self.amount!r}")
-        if self.source not in COST_SOURCES:
-            raise ValueError(f"cost source must be one of {COST_SOURCES}, got {self.source!r}")
 
 
 @dataclass(frozen=True, slots=True)

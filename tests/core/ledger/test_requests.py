@@ -101,6 +101,21 @@ def test_cost_validation() -> None:
         Cost(0.1, "provider")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="source"):
         Cost(Decimal(1), "guess")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="source"):
+        Cost(Decimal(1), None)  # a known amount says where it came from
+    with pytest.raises(ValueError, match="finite"):
+        Cost(None, "provider")  # an unknown amount has no source
+
+
+def test_one_cost_type_for_pricing_the_ledger_and_the_public_api() -> None:
+    import tiny_agent_core
+    from tiny_agent_core import pricing
+    from tiny_agent_core.ledger import requests
+
+    assert Cost is requests.Cost is pricing.Cost is tiny_agent_core.Cost
+    unknown = Cost(None, None, detail="no usage reported")
+    assert (unknown.amount, unknown.source, unknown.data_version) == (None, None, None)
+    assert Cost(Decimal("0.5"), "price_table", "v1").data_version == "v1"
 
 
 def test_database_rejects_cost_without_source(conn: sqlite3.Connection, workspace: Path) -> None:
