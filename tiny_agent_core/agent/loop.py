@@ -20,7 +20,8 @@ dialect for the rest of its life and emits :class:`~tiny_agent_core.agent.events
 offered but the server's prompt-token count shows they never reached the model (and no call was ever made),
 :class:`~tiny_agent_core.agent.events.ToolsDropped` says so once per run.
 
-Tool output is masked (:mod:`~tiny_agent_core.redaction`: the provider key and secret-named environment values)
+Tool output is masked (:mod:`~tiny_agent_core.redaction`: the provider key, secret-named environment values and
+the secrets a tool holds, such as an MCP server's token — :class:`~tiny_agent_core.tools.base.HoldsSecrets`)
 and made persistable (a lone surrogate becomes U+FFFD, noted in the result) before it is committed, shown or sent.
 
 Cancel (:meth:`Agent.abort`) makes ``abortRequested`` durable first, then cancels the in-flight model stream or
@@ -88,7 +89,7 @@ from tiny_agent_core.session import facts
 from tiny_agent_core.session.planner import plan_recovery
 from tiny_agent_core.session.store import SessionStore
 from tiny_agent_core.tools.approval import ApprovalAnswer, ApprovalPolicy, ApprovalRequest, Approver
-from tiny_agent_core.tools.base import TOOL_OUTPUT, Tool, ToolAborted, ToolOutcome
+from tiny_agent_core.tools.base import TOOL_OUTPUT, Tool, ToolAborted, ToolOutcome, tool_secrets
 from tiny_agent_core.tools.registry import ToolSet, replay_declaration
 from tiny_agent_core.usage import Usage
 
@@ -229,7 +230,7 @@ class Agent:
         self._record_request = record_request
         self._price_overrides = price_overrides
         self.max_steps = max_steps
-        self._redact = Redactor([api_key, *environment_secrets()])
+        self._redact = Redactor([api_key, *environment_secrets(), *tool_secrets(self.tools.values())])
         self._busy = False
         self._cancel = asyncio.Event()
         self._work: asyncio.Task[Any] | None = None

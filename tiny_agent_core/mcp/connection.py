@@ -45,6 +45,7 @@ from tiny_agent_core.mcp.catalog import HttpServer, ServerSpec, StdioServer, is_
 from tiny_agent_core.mcp.errors import McpConnectError, McpError
 from tiny_agent_core.mcp.limits import MAX_TOOLS
 from tiny_agent_core.mcp.stdio import bounded_stdio
+from tiny_agent_core.redaction import environment_secrets
 from tiny_agent_core.tools.environment import child_environment
 
 __all__ = ["CONNECT_TIMEOUT", "MAX_RESPONSE_BYTES", "Connection", "McpCallError", "TokenStore", "token_key"]
@@ -93,6 +94,9 @@ class Connection:
         self._lost: str | None = None
         self._calls: set[asyncio.Future[CallToolResult]] = set()
         self._stderr: _StderrTail | None = None
+        self.secrets: list[str] = []
+        """Values this server was given that must never be persisted or sent: its bearer token, and the
+        secret-looking values of its configured ``env`` (filled as it connects)."""
 
     @property
     def alias(self) -> str:
@@ -133,7 +137,8 @@ class Connection:
         environ = os.environ if environ is None else environ
         connection = cls(spec, [], "")
         stderr = connection._stderr = _StderrTail() if isinstance(spec, StdioServer) else None
-        client = Client(_transport(spec, environ, keys, stderr, connection._lose), cache=None)
+        transport = _transport(spec, environ, keys, stderr, connection._lose, connection.secrets)
+        client = Client(transport, cache=None)
         ready: asyncio.Future[list[RemoteTool]] = asyncio.get_running_loop().create_future()
         connection._task = asyncio.create_task(connection._serve(client, ready), name=f"mcp server {spec.alias}")
         try:
@@ -275,21 +280,26 @@ def _transport(
     keys: TokenStore | None,
     stderr: _StderrTail | None,
     on_lost: Callable[[str], None],
+    secrets: list[str],
 ) -> contextlib.AbstractAsyncContextManager[Any]:
     if isinstance(spec, StdioServer):
         assert stderr is not None
+        secrets.extend(environment_secrets(spec.env))
         environment = child_environment(source=environ) | dict(spec.env)
         return bounded_stdio(
             spec.command, list(spec.args), env=environment, cwd=spec.cwd, errlog=stderr.writer, on_lost=on_lost
         )
-    return _http_transport(spec, environ, keys)
+    return _http_transport(spec, environ, keys, secrets)
 
 
 @contextlib.asynccontextmanager
-async def _http_transport(spec: HttpServer, environ: Mapping[str, str], keys: TokenStore | None) -> AsyncIterator[Any]:
+async def _http_transport(
+    spec: HttpServer, environ: Mapping[str, str], keys: TokenStore | None, secrets: list[str]
+) -> AsyncIterator[Any]:
     headers = {}
     token, source = _token(spec, environ, keys)
     if token is not None:
+        secrets.append(token)
         if len(token) > MAX_TOKEN or not token.isascii() or not token.isprintable() or " " in token:
             # said without the value: an HTTP library's own error would quote the header
             message = f"the token in {source} cannot be sent as a bearer token"

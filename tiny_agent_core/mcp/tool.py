@@ -80,6 +80,12 @@ class McpTool:
         return self.connection.alias
 
     @property
+    def secrets(self) -> list[str]:
+        """The server's token and configured secret values (:attr:`Connection.secrets`): masked in what the agent
+        persists or sends."""
+        return self.connection.secrets
+
+    @property
     def display_name(self) -> str:
         """``mcp:<alias>/<tool>``."""
         return display_name(self.alias, self.remote_name)

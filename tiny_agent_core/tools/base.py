@@ -28,7 +28,7 @@ import asyncio
 import logging
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -134,6 +134,21 @@ class Tool(Protocol):
     async def execute(self, args: Mapping[str, Any], *, cancel: asyncio.Event | None = None) -> ToolOutcome:
         """Run the call. Returns the outcome; raises only ``CancelledError`` or :class:`ToolAborted`."""
         ...
+
+
+@runtime_checkable
+class HoldsSecrets(Protocol):
+    """A tool that was given secrets of its own (an MCP server's token): the agent masks them like the API key."""
+
+    @property
+    def secrets(self) -> Sequence[str]:
+        """The values to mask in tool output, errors and everything persisted or sent."""
+        ...
+
+
+def tool_secrets(tools: Iterable[object]) -> list[str]:
+    """Every secret the ``tools`` hold (see :class:`HoldsSecrets`)."""
+    return [secret for tool in tools if isinstance(tool, HoldsSecrets) for secret in tool.secrets]
 
 
 class BuiltinTool(ABC):

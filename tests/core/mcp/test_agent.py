@@ -147,3 +147,21 @@ def test_the_policy_asks_for_mcp_tools_by_default() -> None:
     policy = ApprovalPolicy(ToolSettings.in_memory())
     decision = policy.decide(str(function_name("t", "echo")), {"text": "x"})
     assert decision.needs_approval
+
+
+async def test_a_servers_configured_secret_is_masked_in_what_the_run_sends_and_keeps(
+    workspace: Path, server: LoopbackServer, http: ProviderClient
+) -> None:
+    secret = "hunter2-configured-for-the-server"
+    spec = stdio_server("t", env={"DB_PASSWORD": secret})
+    async with McpServers.connect(Catalog({"t": spec}), ["t"]) as servers:
+        env = str(function_name("t", "env"))
+        harness = await mcp_harness(workspace, server, http, servers, [env])
+        server.queue(tool_reply(("c1", env, '{"name": "DB_PASSWORD"}')), text_reply("Read it."))
+        result = await harness.agent.run("what is the password?")
+        harness.store.close()
+    assert result.outcome == "completed"
+    sent = harness.request_messages(1)[-1]["content"]
+    assert secret not in sent
+    assert "[redacted]" in sent
+    assert secret not in harness.store.path.read_text(encoding="utf-8")
