@@ -28,14 +28,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from tiny_agent_core.agent.events import AgentEvent, StepFinished
-from tiny_agent_core.errors import StepLimitError
+from tiny_agent_core.errors import SessionCorruption, StepLimitError
 from tiny_agent_core.ledger.requests import RequestRow, session_requests
 from tiny_agent_core.session.fact_types import (
     AssistantEntry,
@@ -53,6 +55,7 @@ from tiny_agent_core.session.fact_types import (
 )
 from tiny_agent_core.session.reducer import read_header, reduce_session
 from tiny_agent_core.session.state import SessionHeader, SessionState
+from tiny_agent_core.session.store import SessionStore
 from tiny_agent_core.tool_outcomes import FileDiff, Outcome, call_diff, call_outcome, call_summary
 from tiny_agent_core.usage import Usage
 
@@ -312,6 +315,26 @@ def _replace(item: _T, **changes: Any) -> _T:
     return cls(**values)
 
 
+HEADER_LINE_MAX = 1 << 20
+"""Most bytes :meth:`Timeline.open_store` reads looking for the end of line 1."""
+
+
+def _first_header(path: Path) -> SessionHeader | None:
+    """The header on line 1 of ``path``, or ``None`` when line 1 is not a complete, valid header (or cannot be
+    read: the store's own open then reports why)."""
+    try:
+        with open(path, "rb") as handle:
+            first = handle.readline(HEADER_LINE_MAX)
+    except OSError:
+        return None
+    if not first.endswith(b"\n"):
+        return None
+    try:
+        return read_header(first)
+    except SessionCorruption:
+        return None
+
+
 def _parse_arguments(text: str) -> JsonObject | None:
     try:
         value = json.loads(text)
@@ -360,12 +383,30 @@ class Timeline:
         """The timeline of a file the strict reducer already accepted as ``state`` (e.g. an open store's); ``data``
         are the file's bytes, at least ``state.repaired_length`` of them.
 
-        This walks the file with the reducer again. Where the file is opened anyway, pass the timeline's
-        :meth:`apply` as ``SessionStore.open(path, observer=...)`` instead: one walk gives both.
+        This walks the file with the reducer again; where the file is still to be opened, :meth:`open_store` gives
+        the store and its timeline in one walk.
         """
         timeline = cls(state.header)
         reduce_session(data if len(data) == state.repaired_length else data[: state.repaired_length], timeline.apply)
         return timeline
+
+    @classmethod
+    def open_store(cls, path: str | os.PathLike[str], *, read_only: bool = False) -> tuple[SessionStore, Timeline]:
+        """Open a session file as ``SessionStore.open(path, read_only=...)`` does (same errors) and build its
+        timeline in the same walk: the reducer hands the timeline every transaction as the store loads the file,
+        then the store every later commit (and, read-only, every transaction ``refresh`` applies).
+
+        Line 1 is read first for the header the timeline needs (at most :data:`HEADER_LINE_MAX` bytes); when it
+        is not a header the store's own verdict on the file is raised.
+        """
+        header = _first_header(Path(path))
+        if header is None:  # the store says why (or, if it accepts the file after all, two walks)
+            store = SessionStore.open(path, read_only=read_only)
+            timeline = cls.from_state(store.state, store.path.read_bytes())
+            store.observe_commits(timeline.apply)
+            return store, timeline
+        timeline = cls(header)
+        return SessionStore.open(path, read_only=read_only, observer=timeline.apply), timeline
 
     @property
     def session_id(self) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -182,6 +183,46 @@ def test_torn_tail_is_ignored_and_corruption_raises() -> None:
     assert len(fixture_timeline("header-only")) == 0
     with pytest.raises(SessionCorruption):
         fixture_timeline("duplicate-json-key")
+
+
+def _session_copy(tmp_path: Path, name: str) -> Path:
+    """A reference fixture under a proper session file name (its header id), in a workspace's session folder."""
+    data = shared_path("reference", "schemas", "session", "fixtures", f"{name}.jsonl").read_bytes()
+    header = json.loads(data.split(b"\n", 1)[0])
+    folder = tmp_path / ".tiny-agent" / "sessions"
+    folder.mkdir(parents=True)
+    path = folder / f"2026-01-01T00-00-00-000Z_{header['id']}.jsonl"
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize("name", ["completed-tool-run", "completed-compaction", "abort-open-attempt"])
+def test_open_store_builds_the_timeline_in_the_stores_walk_and_follows_its_commits(tmp_path: Path, name: str) -> None:
+    path = _session_copy(tmp_path, name)
+    store, timeline = Timeline.open_store(path)
+    with store:
+        assert list(timeline.items) == list(Timeline.from_bytes(path.read_bytes()).items)
+        assert timeline.session_id == store.session_id
+        if store.state.operation.kind == "idle":
+            entry = facts.new_id()
+            store.append([facts.user_entry("and now?", entry_id=entry)])
+            assert isinstance(timeline.items[-1], UserItem)
+            assert timeline.items[-1].text == "and now?"
+    read_only, again = Timeline.open_store(path, read_only=True)
+    assert read_only.read_only
+    assert list(again.items) == list(Timeline.from_bytes(path.read_bytes()).items)
+
+
+def test_open_store_raises_what_the_store_raises(tmp_path: Path) -> None:
+    path = _session_copy(tmp_path, "duplicate-json-key")
+    with pytest.raises(SessionCorruption) as by_store:
+        SessionStore.open(path, read_only=True)
+    with pytest.raises(SessionCorruption) as by_timeline:
+        Timeline.open_store(path, read_only=True)
+    assert (by_timeline.value.code, by_timeline.value.line) == (by_store.value.code, by_store.value.line)
+    path.write_bytes(b'{"kind": "header"')  # no complete line 1
+    with pytest.raises(SessionCorruption, match="can be deleted"):
+        Timeline.open_store(path, read_only=True)
 
 
 @pytest.mark.parametrize("name", ["completed-tool-run", "completed-compaction", "synthetic-interrupted"])
