@@ -82,7 +82,7 @@ from tiny_agent_core.providers.capture import RawCapture
 from tiny_agent_core.providers.client import ChatCompleted, ChatStream, ProviderClient
 from tiny_agent_core.providers.openai_dialect import DIALECT_REPAIRS
 from tiny_agent_core.providers.profiles import ProviderProfile
-from tiny_agent_core.providers.results import NormalizedResponse, StreamedText, StreamedToolCall
+from tiny_agent_core.providers.results import ConversationState, NormalizedResponse, StreamedText, StreamedToolCall
 from tiny_agent_core.providers.transport import Timeouts
 from tiny_agent_core.redaction import Redactor, environment_secrets
 from tiny_agent_core.session import facts
@@ -187,6 +187,16 @@ RequestRecorder = Callable[[RequestRecord], None]
 """Receives each physical request after its outcome is known (e.g. to write the SQLite ledger)."""
 
 
+@dataclass(frozen=True, slots=True)
+class _ServerState:
+    """What a server-state profile's server holds (:class:`ConversationState`), the canonical messages it covers
+    (after the system prompt), and the model that answered; kept in memory only, so a new agent starts afresh."""
+
+    state: ConversationState
+    messages: list[dict[str, Any]]
+    model: str
+
+
 class Agent:
     """Runs prompts in one open session; see the module docstring for the rules.
 
@@ -238,6 +248,7 @@ class Agent:
         self._phase_call_id: str | None = None
         self._last_outcome: RunResult | None = None
         self._capture: RawCapture | None = None
+        self._server_state: _ServerState | None = None
         self._tools_called = False
         self._tools_dropped = False
         self._last_prompt: PromptMeasure | None = None
@@ -549,7 +560,7 @@ class Agent:
             self._phase, self._phase_call_id = "model", None
 
     async def _stream(
-        self, messages: list[dict[str, Any]], step_id: str, tools: list[dict[str, Any]] | None
+        self, messages: list[dict[str, Any]], step_id: str, tools: list[dict[str, Any]] | None, *, chained: bool
     ) -> ChatCompleted:
         window = self.profile.context_length
         room = None
@@ -563,11 +574,14 @@ class Agent:
             api_key=self._api_key,
             timeouts=self._timeouts,
             extra=None if room is None else {"max_tokens": room},
+            state=self._held_state(messages, chained),
         )
         try:
             async with stream:
                 async for event in stream:
                     if isinstance(event, ChatCompleted):
+                        if chained:
+                            self._keep_state(messages, event.response)
                         return event
                     if isinstance(event, StreamedText):
                         self._emit(TextDelta(step_id, event.text))
@@ -577,6 +591,24 @@ class Agent:
             self._capture = stream.capture
             self._learn(stream)
         raise ProviderError("The provider stream ended without a result.")  # pragma: no cover - client guarantees
+
+    def _held_state(self, messages: list[dict[str, Any]], chained: bool) -> ConversationState | None:
+        """What the server still holds of ``messages`` (after the system prompt), for a profile that keeps server
+        state: the previous response's, when the transcript it covered is unchanged and the model is the same."""
+        held = self._server_state
+        if not chained or held is None or held.model != self.model:
+            return None
+        covered = held.state.covered
+        return held.state if messages[1 : 1 + covered] == held.messages else None
+
+    def _keep_state(self, messages: list[dict[str, Any]], response: NormalizedResponse) -> None:
+        """After an answer of a server-state profile: the server now holds the request's messages and the answer
+        (under the response's id); the answer must be in the transcript as given for the state to be used."""
+        if response.response_id is None:
+            self._server_state = None
+            return
+        held = [*messages[1:], response.message.as_dict()]
+        self._server_state = _ServerState(ConversationState(response.response_id, len(held)), held, self.model)
 
     def _learn(self, stream: ChatStream) -> None:
         """Keep a dialect the server taught during ``stream`` for the following requests, and say so."""
@@ -626,7 +658,8 @@ class Agent:
         request = _Request(operation.operation_id, step_id, attempt_id, attempt, step_kind)
         try:
             completed = await self._cancellable(
-                "compact" if cut is not None else "model", self._stream(messages, step_id, tools)
+                "compact" if cut is not None else "model",
+                self._stream(messages, step_id, tools, chained=cut is None and self.profile.server_state),
             )
         except _Aborted:
             self._record(request, None, None, "aborted")
