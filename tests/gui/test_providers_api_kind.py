@@ -60,3 +60,35 @@ def test_a_preset_shows_its_kind_and_a_custom_profile_chooses_one(qtbot: QtBot, 
     back = AppSettings.load(env.config).profile(custom.id)
     assert back is not None
     assert back.api is None  # the default kind is not written
+
+
+def test_server_state_is_offered_for_the_responses_api_only_and_saved(qtbot: QtBot, tmp_path: Path) -> None:
+    env = Env(tmp_path)
+    env.settings.add_profile(ProfileConfig.from_preset("ollama", "ollama"))
+    dialog = env.dialog(qtbot)
+    page = dialog.providers
+    assert page.select("ollama")
+    assert not page.server_state_check.isVisibleTo(page)
+
+    custom = page.add_profile("custom")
+    page.url_edit.setText("https://llm.example/v1")
+    assert not page.server_state_check.isVisibleTo(page)
+    page.api_combo.setCurrentIndex(page.api_combo.findData("openai-responses"))
+    assert page.server_state_check.isVisibleTo(page)
+    assert not page.server_state_check.isChecked()
+    page.server_state_check.setChecked(True)
+    assert dialog.save()
+    saved = AppSettings.load(env.config).profile(custom.id)
+    assert saved is not None
+    assert saved.provider_profile().server_state is True
+
+    again_dialog = env.dialog(qtbot)
+    again = again_dialog.providers
+    assert again.select(custom.id)
+    assert again.server_state_check.isChecked()
+    again.api_combo.setCurrentIndex(again.api_combo.findData("openai-chat"))
+    assert not again.server_state_check.isVisibleTo(again)
+    assert again_dialog.save()
+    back = AppSettings.load(env.config).profile(custom.id)
+    assert back is not None
+    assert back.server_state is None

@@ -194,6 +194,12 @@ def adapter_for(kind: str) -> WireAdapter:
     return adapter
 
 
+def keeps_server_state(kind: str) -> bool:
+    """The API ``kind`` can let the server keep the conversation (a profile's ``server_state`` applies to it)."""
+    adapter = API_KINDS.get(kind)
+    return adapter is not None and isinstance(adapter, KeepsServerState)
+
+
 def normalize_sse_text(
     adapter: WireAdapter, text: str, *, limits: Limits = DEFAULT_LIMITS, new_id: IdFactory = new_tool_call_id
 ) -> NormalizedResponse:

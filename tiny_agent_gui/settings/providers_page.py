@@ -23,6 +23,7 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QIntValidator
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QFormLayout,
     QGroupBox,
@@ -37,7 +38,7 @@ from PySide6.QtWidgets import (
 )
 
 from tiny_agent_core.errors import SecretStoreError, SettingsError, TinyAgentError
-from tiny_agent_core.providers.api_kinds import API_KINDS, API_LABELS, DEFAULT_API
+from tiny_agent_core.providers.api_kinds import API_KINDS, API_LABELS, DEFAULT_API, keeps_server_state
 from tiny_agent_core.providers.openai_dialect import Dialect
 from tiny_agent_core.providers.profiles import PRESETS, normalize_base_url
 from tiny_agent_core.secrets import KeyStore
@@ -173,6 +174,12 @@ class ProvidersPage(QWidget):
             "The API the server speaks. Most servers (Ollama, LM Studio, vLLM, llama.cpp, OpenRouter…) speak "
             "OpenAI Chat Completions."
         )
+        self.server_state_check = QCheckBox("Let the server keep the conversation")
+        self.server_state_check.setToolTip(
+            "Each request sends only what is new since the previous answer (previous_response_id; the provider stores "
+            "the conversation). The session file still holds everything; a conversation the server lost is sent "
+            "whole again."
+        )
         self.dialect_combos: dict[str, QComboBox] = {}
         """One per dialect field: data ``None`` (the provider's default), ``True`` or ``False``."""
         for field_name, _label, _name in DIALECT_FIELDS:
@@ -211,6 +218,7 @@ class ProvidersPage(QWidget):
             (self.key_status, "API key status"),
             (self.env_edit, "Key environment variable"),
             (self.api_combo, "API kind"),
+            (self.server_state_check, "Let the server keep the conversation"),
             *((self.dialect_combos[field_name], name) for field_name, _label, name in DIALECT_FIELDS),
             (self.context_edit, "Context length in tokens"),
             (self.test_button, "Test connection"),
@@ -235,6 +243,7 @@ class ProvidersPage(QWidget):
             ("", self.key_status, self.key_status),
             ("&Environment variable:", self.env_edit, self.env_edit),
             ("W&hich API:", self.api_combo, self.api_combo),
+            ("Server state:", self.server_state_check, self.server_state_check),
             *((label, self.dialect_combos[name], self.dialect_combos[name]) for name, label, _n in DIALECT_FIELDS),
             ("Conte&xt length:", self.context_edit, self.context_edit),
         )
@@ -260,6 +269,7 @@ class ProvidersPage(QWidget):
             edit.textChanged.connect(self._form_changed)
         for combo in (self.api_combo, *self.dialect_combos.values()):
             combo.currentIndexChanged.connect(self._form_changed)
+        self.server_state_check.toggled.connect(self._form_changed)
         self.model_combo.currentTextChanged.connect(self._form_changed)
         self.key_edit.textChanged.connect(self._key_typed)
         self.key_edit.editingFinished.connect(self._key_entered)
@@ -499,6 +509,8 @@ class ProvidersPage(QWidget):
         self.api_combo.setEnabled(profile.is_custom)
         for combo in self.dialect_combos.values():
             self._form_layout.setRowVisible(combo, kind == DEFAULT_API)
+        self._form_layout.setRowVisible(self.server_state_check, keeps_server_state(kind))
+        self.server_state_check.setChecked(bool(profile.server_state))
 
     def _show_dialect(self, profile: ProfileConfig) -> None:
         """Select each dialect switch's value and name the provider's default in its "Provider default" entry."""
@@ -557,6 +569,7 @@ class ProvidersPage(QWidget):
         if profile.is_custom:
             chosen = self.api_combo.currentData()
             api = None if chosen == DEFAULT_API else chosen
+        kind = self._api_of(replace(profile, api=api))
         updated = replace(
             profile,
             name=self.name_edit.text().strip(),
@@ -565,11 +578,14 @@ class ProvidersPage(QWidget):
             key_env=self.env_edit.text().strip() or None,
             context_length=int(self.context_edit.text()) if self.context_edit.text().strip().isdigit() else None,
             api=api,
+            server_state=self.server_state_check.isChecked() if keeps_server_state(kind) else None,
             **{name: combo.currentData() for name, combo in self.dialect_combos.items()},
         )
         self._profiles[self._profiles.index(profile)] = updated
         if updated.api != profile.api:
+            loading, self._loading = self._loading, True
             self._show_api(updated)
+            self._loading = loading
         item = self.list.currentItem()
         if item is not None:
             item.setText(self._label(updated))
