@@ -116,14 +116,22 @@ def _shell_quote(text: str) -> str:
 
 
 def curl_command(capture: Any, key_variable: str = "API_KEY") -> str | None:
-    """The captured request as a ``curl`` command; the key is a shell variable (captures never hold it).
+    """The captured request as a ``curl`` command; the key is a shell variable (captures never hold it), in the
+    header the request carried it in (``credentialHeaders``; a bearer token for older captures).
 
     ``None`` for a capture without a request (e.g. a truncated capture's wrapper).
     """
     if not isinstance(capture, dict) or not isinstance(capture.get("requestBody"), str) or not capture.get("url"):
         return None
     parts = [f"curl -X {capture.get('method') or 'POST'} {_shell_quote(str(capture['url']))}"]
-    parts.append(f'-H "Authorization: Bearer ${key_variable}"')
+    credentials = capture.get("credentialHeaders")
+    if not isinstance(credentials, list):  # a capture from before the field: the key went as a bearer token
+        credentials = ["authorization"]
+    for name in credentials:
+        if name == "authorization":
+            parts.append(f'-H "Authorization: Bearer ${key_variable}"')
+        elif isinstance(name, str) and name.replace("-", "").isalnum():
+            parts.append(f'-H "{name}: ${key_variable}"')
     for name, value in (capture.get("requestHeaders") or {}).items():
         parts.append("-H " + _shell_quote(f"{name}: {value}"))
     parts.append("--data-raw " + _shell_quote(capture["requestBody"]))

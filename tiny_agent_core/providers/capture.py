@@ -118,6 +118,9 @@ class RawCapture:
     outbound_repairs: tuple[str, ...] = ()
     """The outbound repairs applied to the request body as sent (each API kind names its own, e.g.
     ``openai_dialect.OUTBOUND_REPAIRS``)."""
+    credential_headers: tuple[str, ...] = ()
+    """The names (lower case) of the credential headers that were sent and not recorded (``authorization`` for
+    OpenAI-style APIs, ``x-api-key`` for Anthropic), so a replay knows where the key goes."""
 
     @property
     def request_id(self) -> str | None:
@@ -142,6 +145,7 @@ class RawCapture:
             "timings": self.timings.to_json(),
             "error": self.error,
             "outboundRepairs": list(self.outbound_repairs),
+            "credentialHeaders": list(self.credential_headers),
         }
 
 
@@ -212,6 +216,9 @@ class CaptureRecorder:
                 name.lower(): value for name, value in request_headers.items() if name.lower() not in _SECRET_HEADERS
             },
             outbound_repairs=outbound_repairs,
+            credential_headers=tuple(
+                sorted(name.lower() for name in request_headers if name.lower() in _SECRET_HEADERS)
+            ),
         )
         self._finished = False
 

@@ -222,3 +222,21 @@ async def test_anthropic_cache_usage_lands_in_the_ledger_priced_at_the_cache_rat
         recorder.close()
         conn.close()
         store.close()
+
+
+async def test_the_capture_names_where_the_key_went_and_copy_as_curl_puts_it_there(
+    server: LoopbackServer, client: ProviderClient
+) -> None:
+    from tiny_agent_core.wire_view import curl_command
+
+    server.queue(Reply.from_case(recording("01")))
+    _events, stream, failure = await run_chat(client, server.base_url, profile=anthropic_profile(server))
+    assert failure is None
+    assert stream.capture is not None
+    captured = stream.capture.to_json()
+    assert captured["credentialHeaders"] == ["x-api-key"]
+    assert TEST_KEY not in json.dumps(captured)
+    curl = curl_command(captured)
+    assert curl is not None
+    assert '-H "x-api-key: $API_KEY"' in curl
+    assert "Authorization" not in curl
