@@ -19,7 +19,7 @@ from tiny_agent_core.pricing import Overrides
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.providers.profiles import ProviderProfile
 from tiny_agent_core.providers.transport import Timeouts
-from tiny_agent_core.session.store import SessionStore
+from tiny_agent_core.session.store import CommitObserver, SessionStore
 from tiny_agent_core.tools.approval import ApprovalPolicy, Approver, ToolSettings
 from tiny_agent_core.tools.base import Tool
 from tiny_agent_core.tools.registry import builtin_tools
@@ -45,16 +45,18 @@ class OpenedSession:
         return self.store.read_only
 
 
-def open_session(path: Path) -> OpenedSession:
+def open_session(path: Path, *, observer: CommitObserver | None = None) -> OpenedSession:
     """Open ``path`` for writing, or read-only with the reason when another window or process is writing it.
 
-    Raises :class:`~tiny_agent_core.errors.SessionCorruption` for a corrupt file.
+    ``observer`` hears every committed transaction as the file is read, then every later commit (see
+    :meth:`SessionStore.open`: one walk over the file). Raises :class:`~tiny_agent_core.errors.SessionCorruption`
+    for a corrupt file.
     """
     try:
-        return OpenedSession(SessionStore.open(path))
-    except SessionLockedError as error:
+        return OpenedSession(SessionStore.open(path, observer=observer))
+    except SessionLockedError as error:  # refused before the file was read: the observer has heard nothing
         reason = f"{error} It is shown read-only; close it there to continue here."
-        return OpenedSession(SessionStore.open(path, read_only=True), reason)
+        return OpenedSession(SessionStore.open(path, read_only=True, observer=observer), reason)
 
 
 def create_session(workspace: Path, profile: ProviderProfile, model: str) -> OpenedSession:

@@ -33,6 +33,7 @@ from tiny_agent_core.mcp.errors import McpError
 from tiny_agent_core.pricing import Overrides
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.providers.profiles import ProviderProfile
+from tiny_agent_core.session.fact_types import SessionFact
 from tiny_agent_core.timeline import Timeline
 from tiny_agent_core.tools.approval import Approver, ToolSettings
 from tiny_agent_core.tools.base import Tool
@@ -50,9 +51,11 @@ def _load(path: Path, database: Path | None) -> tuple[OpenedSession, Timeline]:
     thread, and the index is read on a connection of this thread's own. A ledger that cannot be read leaves the
     steps' live-only facts unknown (logged); it does not keep the session from opening.
     """
-    session = open_session(path)
+    relay = _Relay()
+    session = open_session(path, observer=relay)  # one walk over the file validates it and feeds the timeline
     try:
-        timeline = Timeline.from_state(session.store.state, session.store.path.read_bytes())
+        timeline = Timeline(session.store.state.header)
+        relay.follow(timeline)
         if database is not None:
             try:
                 conn = connect(database, migrate=False)
@@ -66,6 +69,30 @@ def _load(path: Path, database: Path | None) -> tuple[OpenedSession, Timeline]:
         session.store.close()
         raise
     return session, timeline
+
+
+class _Relay:
+    """A commit observer that keeps the transactions a store reads while it opens (the timeline needs the store's
+    header first), then hands them and every later commit to the timeline."""
+
+    def __init__(self) -> None:
+        self._heard: list[list[SessionFact]] | None = []
+        self._timeline: Timeline | None = None
+
+    def __call__(self, facts: list[SessionFact]) -> None:
+        if self._timeline is not None:
+            self._timeline.apply(facts)
+        else:
+            assert self._heard is not None
+            self._heard.append(facts)
+
+    def follow(self, timeline: Timeline) -> None:
+        """Apply what was heard to ``timeline``, then keep it current."""
+        assert self._heard is not None
+        for facts in self._heard:
+            timeline.apply(facts)
+        self._heard = None
+        self._timeline = timeline
 
 
 def _close_loaded(loading: asyncio.Future[tuple[OpenedSession, Timeline]]) -> None:
@@ -273,7 +300,9 @@ class SessionController(QObject):
         except (TinyAgentError, OSError) as error:
             self.failed.emit(f"Cannot create a session in {workspace}: {error}")
             return
-        self._switch(opened, Timeline.from_state(opened.store.state, opened.store.path.read_bytes()))  # a header
+        timeline = Timeline(opened.store.state.header)  # a new file holds only its header
+        opened.store.observe_commits(timeline.apply)
+        self._switch(opened, timeline)
 
     def submit(self, prompt: str) -> None:
         """Run ``prompt`` in the open session."""
@@ -364,7 +393,6 @@ class SessionController(QObject):
         self._session = opened
         self._timeline = timeline
         if not opened.read_only:
-            opened.store.observe_commits(timeline.apply)
             network = self._network(opened.workspace)
             self._tools = ToolSet(session_tools(opened, self._tool_settings, network=network))
         self.session_opened.emit(opened)
