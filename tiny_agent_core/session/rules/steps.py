@@ -57,8 +57,9 @@ def apply_step_attempt(context: FactContext, record: dict[str, Any]) -> StepAtte
         context.fail("INVALID_REFERENCE")
     if number == 1 and context_id != index.active_through:
         context.fail("INVALID_TRANSITION")
-    expected_digest, snapshot = _snapshot_digest(context, record.get("configurationSnapshot"))
-    digest = context.digest(record.get("configurationDigest"))
+    claimed = record.get("configurationDigest")
+    expected_digest, snapshot = _snapshot_digest(context, record.get("configurationSnapshot"), claimed)
+    digest = context.digest(claimed)
     if expected_digest != digest:
         context.fail("INVALID_FACT")
     prior = index.steps.get(step_id)
@@ -195,49 +196,24 @@ def _check_snapshot(context: FactContext, value: Any) -> dict[str, Any]:
     return snapshot
 
 
-_SNAPSHOT_CACHE: dict[tuple[Any, ...], tuple[str, dict[str, Any]]] = {}
-"""Digests of configuration snapshots already validated, by content (a run repeats one snapshot per step)."""
+_SNAPSHOT_CACHE: dict[str, tuple[str, dict[str, Any]]] = {}
+"""Configuration snapshots already validated, by their canonical digest (a run repeats one snapshot per step)."""
 
 
-def _snapshot_key(snapshot: Any) -> tuple[Any, ...] | None:
-    """A hashable key equal for snapshots with equal content and exactly the snapshot keys, else ``None``."""
-    if type(snapshot) is not dict or len(snapshot) != 6:
-        return None
-    try:
-        tools = snapshot["tools"]
-        if type(tools) is not list:
-            return None
-        key = (
-            snapshot["model"],
-            snapshot["systemPromptDigest"],
-            snapshot["adapterIdentity"],
-            snapshot["routingIdentity"],
-            snapshot["outputOptionsDigest"],
-            *[
-                (tool["name"], tool["definitionDigest"]) if type(tool) is dict and len(tool) == 2 else None
-                for tool in tools
-            ],
-        )
-        hash(key)
-    except (KeyError, TypeError):
-        return None
-    return key
-
-
-def _snapshot_digest(context: FactContext, snapshot: Any) -> tuple[str, dict[str, Any]]:
+def _snapshot_digest(context: FactContext, snapshot: Any, claimed: Any) -> tuple[str, dict[str, Any]]:
     """Validate a ``configurationSnapshot`` (``INVALID_FACT``); return its canonical digest and a shared copy.
 
-    Memoized by content: steps repeat one snapshot, so equal snapshots share one object in the state.
+    Memoized: when ``claimed`` (the record's ``configurationDigest``) is the digest of a snapshot validated before
+    and ``snapshot`` equals that snapshot, it is the same JSON (a validated snapshot holds only strings, lists and
+    objects, which compare equal only to the same JSON), so its digest is the cached one; equal snapshots share
+    one object in the state.
     """
-    key = _snapshot_key(snapshot)
-    if key is not None:
-        cached = _SNAPSHOT_CACHE.get(key)
-        if cached is not None:
-            return cached
+    cached = _SNAPSHOT_CACHE.get(claimed) if type(claimed) is str else None
+    if cached is not None and cached[1] == snapshot:
+        return cached
     checked = _check_snapshot(context, snapshot)
     result = (digest_text(fast_canonical_json(checked, checked=True)), checked)
-    if key is not None:
-        if len(_SNAPSHOT_CACHE) >= 256:
-            _SNAPSHOT_CACHE.clear()
-        _SNAPSHOT_CACHE[key] = result
+    if len(_SNAPSHOT_CACHE) >= 256:
+        _SNAPSHOT_CACHE.clear()
+    _SNAPSHOT_CACHE[result[0]] = result
     return result
