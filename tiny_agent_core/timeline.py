@@ -1,8 +1,10 @@
 """The display model of one session: what the window's transcript and inspector show (no Qt here).
 
-A :class:`Timeline` is built from the committed facts of a v2 session file (reference notes §5.4–§5.6) and kept
-current by feeding it every later committed transaction (``SessionStore.observe_commits(timeline.apply)``). It
-turns facts into a flat list of immutable items, in file order:
+A :class:`Timeline` is built from the committed facts of a v2 session file (reference notes §5.4–§5.6), as the
+strict reducer's walk hands them out typed (:mod:`tiny_agent_core.session.fact_types`; no line is parsed twice),
+and kept current by feeding it every later committed transaction (``SessionStore.observe_commits(timeline.apply)``;
+:meth:`Timeline.open_store` does both from one walk). It turns facts into a flat list of immutable items, in file
+order:
 
 * :class:`UserItem` — a user message;
 * :class:`AssistantItem` — an assistant message with the :class:`StepInfo` of the model request that produced it;

@@ -15,7 +15,10 @@ transaction and re-validates the whole transcript after each one, which makes lo
 
 This module reads lines and transactions and dispatches each fact to its rule in
 :mod:`tiny_agent_core.session.rules` (one module per family: entries, tool calls, steps, operations,
-compaction, usage).
+compaction, usage). A rule's result is the fact it accepted, typed (:mod:`tiny_agent_core.session.fact_types`):
+whoever derives something from a file's facts takes them from this walk instead of reading raw facts again:
+``reduce_session(data, observer)`` hands each transaction's typed facts to ``observer`` as it goes (the ledger's
+extraction, the timeline), :func:`apply_transaction` returns them, and the store passes them to its observers.
 
 Loading is linear in the file size. Deliberate differences from the reference, all on files no writer produces:
 values the reference coerces with ``String(...)`` (digests, synthetic reasons, result types) must be real strings

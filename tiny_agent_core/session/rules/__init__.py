@@ -11,6 +11,7 @@
 * :mod:`.compaction` — ``compactionStarted``, its source digest, the compaction entry;
 * :mod:`.usage` — usage facts.
 
-Each rule takes ``(context, value)``, checks everything in the reference's order before changing anything, and
-then changes the state only through ``context.journal``.
+Each rule takes ``(context, value)``, checks everything in the reference's order before changing anything, then
+changes the state only through ``context.journal`` and returns the fact it accepted, typed
+(:mod:`tiny_agent_core.session.fact_types`), built from the values it checked.
 """
