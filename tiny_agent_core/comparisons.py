@@ -44,14 +44,14 @@ from tiny_agent_core.compare_reports import Contender, RunReport, RunStatus
 from tiny_agent_core.errors import TinyAgentError
 from tiny_agent_core.ledger.database import opened
 from tiny_agent_core.ledger.index import index_session_file
-from tiny_agent_core.ledger.paths import data_dir, sessions_dir
+from tiny_agent_core.paths import comparisons_folder
 from tiny_agent_core.providers.profiles import ProviderProfile
+from tiny_agent_core.session.store import sessions_directory
 from tiny_agent_core.session_meta import companion_files
 from tiny_agent_core.usage import Usage
 from tiny_agent_core.worktrees import FileChange, WorkspaceCopy, keep_changes, remove_copy
 
 __all__ = [
-    "FOLDER_NAME",
     "MAX_LISTED",
     "MAX_RECORD_BYTES",
     "MAX_SAVED_DIFF_CHARS",
@@ -59,7 +59,6 @@ __all__ = [
     "RECORD_NAME",
     "Comparison",
     "ComparisonError",
-    "comparisons_folder",
     "discard_copies",
     "keep_run",
     "list_comparisons",
@@ -71,8 +70,6 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-FOLDER_NAME = "compare"
-"""The folder (inside the data folder) holding one sub-folder per comparison."""
 RECORD_NAME = "comparison.json"
 """A comparison's record, in its folder."""
 VERSION = 1
@@ -85,11 +82,6 @@ _STATUSES = frozenset({"preparing", "running", "completed", "failed", "aborted"}
 
 class ComparisonError(TinyAgentError):
     """A saved comparison cannot be read, written or changed."""
-
-
-def comparisons_folder() -> Path:
-    """``<data folder>/compare``: where compare runs put their copies and records."""
-    return data_dir() / FOLDER_NAME
 
 
 def _now_ms() -> int:
@@ -363,7 +355,7 @@ def _archive_session(comparison: Comparison, report: RunReport) -> None:
     copy, session = report.copy, report.session_path
     if copy is None or session is None or not session.is_relative_to(copy.path) or not session.is_file():
         return
-    home = sessions_dir(comparison.folder)
+    home = sessions_directory(comparison.folder)
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
     for path in (*companion_files(session), session):
         shutil.move(path, home / path.name)

@@ -35,9 +35,8 @@ from tiny_agent_core.fork import fork_whole
 from tiny_agent_core.ledger.costs import cost_text, money_text
 from tiny_agent_core.ledger.extract import make_title
 from tiny_agent_core.ledger.index import add_workspace, index_session_file
-from tiny_agent_core.ledger.paths import sessions_dir
 from tiny_agent_core.session import reduce_session
-from tiny_agent_core.session.store import require_header_line, session_file_name
+from tiny_agent_core.session.store import require_header_line, session_file_name, sessions_directory
 from tiny_agent_core.session_meta import read_meta
 from tiny_agent_core.timeline import AssistantItem, CompactionItem, NoticeItem, StepInfo, Timeline, ToolItem, UserItem
 from tiny_agent_core.tool_outcomes import output_excerpt
@@ -250,7 +249,7 @@ def import_session(source: Path, workspace: Path, conn: sqlite3.Connection | Non
     state = reduce_session(data)
     data = data[: state.repaired_length]  # a torn last line (a crash while writing) is not part of the session
     header = state.header
-    folder = sessions_dir(workspace)
+    folder = sessions_directory(workspace)
     folder.mkdir(parents=True, exist_ok=True)
     name = session_file_name(datetime.fromtimestamp(header.created_at / 1000, UTC), header.id)
     if not _id_is_here(folder, header.id, conn):

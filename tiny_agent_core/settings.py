@@ -1,9 +1,10 @@
 """The application's settings file: provider profiles, the active one, workspace folders, price overrides (SPEC §7).
 
-:class:`AppSettings` lives in ``<config dir>/settings.json`` (:func:`config_dir`: platformdirs' user config folder,
-or ``$TINY_AGENT_CONFIG_DIR``). It never holds an API key: keys live in the OS keyring (:mod:`tiny_agent_core.secrets`)
-and a profile records only the *name* of the environment variable that may supply one for a run. Standing tool
-permissions are kept beside it by :class:`~tiny_agent_core.tools.approval.ToolSettings`.
+:class:`AppSettings` lives in ``<config dir>/settings.json`` (:func:`~tiny_agent_core.paths.config_dir`:
+platformdirs' user config folder, or ``$TINY_AGENT_CONFIG_DIR``). It never holds an API key: keys live in the OS
+keyring (:mod:`tiny_agent_core.secrets`) and a profile records only the *name* of the environment variable that may
+supply one for a run. Standing tool permissions are kept beside it by
+:class:`~tiny_agent_core.tools.approval.ToolSettings`.
 
 Loading never crashes the app::
 
@@ -35,26 +36,19 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-import platformdirs
-
 from tiny_agent_core.errors import SettingsError, SettingsFileError, SettingsVersionError
-from tiny_agent_core.ledger.paths import APP_NAME
+from tiny_agent_core.paths import config_dir
 from tiny_agent_core.pricing import PriceOverride
 from tiny_agent_core.providers.profiles import PRESETS, ProviderProfile, custom_profile, normalize_base_url
 
 __all__ = [
-    "CONFIG_DIR_ENV",
     "CUSTOM",
     "MAX_STEPS_LIMIT",
     "SCHEMA_VERSION",
     "SETTINGS_FILE",
     "AppSettings",
     "ProfileConfig",
-    "config_dir",
 ]
-
-CONFIG_DIR_ENV = "TINY_AGENT_CONFIG_DIR"
-"""Environment variable that overrides the user config folder (tests, portable installs)."""
 
 SETTINGS_FILE = "settings.json"
 """The settings file's name inside the config folder."""
@@ -75,14 +69,6 @@ _PRICE_FIELDS = (("input", "input"), ("output", "output"), ("cacheRead", "cache_
 """(JSON key, :class:`PriceOverride` attribute) of each rate."""
 _Bad = Callable[[str, str], SettingsFileError]
 """Builds the error for an invalid field: ``bad(where, what)``."""
-
-
-def config_dir() -> Path:
-    """The user config folder: ``$TINY_AGENT_CONFIG_DIR`` if set and non-empty, else platformdirs' config path."""
-    override = os.environ.get(CONFIG_DIR_ENV, "").strip()
-    if override:
-        return Path(override).expanduser()
-    return platformdirs.user_config_path(APP_NAME, appauthor=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,11 +21,12 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from tiny_agent_core.errors import LedgerError
-from tiny_agent_core.ledger import connect, default_workspace, scan_workspace
+from tiny_agent_core.ledger import connect, scan_workspace
 from tiny_agent_core.mcp.app_catalog import app_catalog_path
+from tiny_agent_core.paths import config_dir, default_workspace
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.secrets import KeyStore
-from tiny_agent_core.settings import AppSettings, config_dir
+from tiny_agent_core.settings import AppSettings
 from tiny_agent_core.tools.approval import ToolSettings
 from tiny_agent_gui.event_loop import HookedQEventLoop
 from tiny_agent_gui.garbage import GuiThreadCollector

@@ -45,7 +45,6 @@ from PySide6.QtWidgets import (
 from tiny_agent_core.compare import MAX_CONTENDERS, MIN_CONTENDERS, CompareRun, RunReport
 from tiny_agent_core.comparisons import (
     Comparison,
-    comparisons_folder,
     discard_copies,
     keep_run,
     list_comparisons,
@@ -54,6 +53,7 @@ from tiny_agent_core.comparisons import (
 from tiny_agent_core.errors import TinyAgentError
 from tiny_agent_core.ledger.costs import cost_text
 from tiny_agent_core.model_catalog import ModelEntry
+from tiny_agent_core.paths import comparisons_folder
 from tiny_agent_core.trace import duration_text
 from tiny_agent_core.worktrees import changes_diff
 from tiny_agent_gui.column_model import ColumnModel
@@ -187,7 +187,7 @@ class CompareView(QWidget):
     running_changed = Signal(bool)
 
     def __init__(self, start: StartRun, parent: QWidget | None = None, *, folder: Path | None = None) -> None:
-        """``folder``: where comparisons are saved (default :func:`~tiny_agent_core.comparisons.comparisons_folder`,
+        """``folder``: where comparisons are saved (default :func:`~tiny_agent_core.paths.comparisons_folder`,
         where the window's compare runs put them)."""
         super().__init__(parent)
         self.setAccessibleName("Compare")

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from tiny_agent_core.ledger.paths import data_dir, default_workspace, sessions_dir
-from tiny_agent_core.settings import SETTINGS_FILE, AppSettings, config_dir
+from tiny_agent_core.paths import config_dir, data_dir, default_workspace
+from tiny_agent_core.session.store import sessions_directory
+from tiny_agent_core.settings import SETTINGS_FILE, AppSettings
 from tiny_agent_gui.logs import log_file
 
 __all__ = ["ROW_LABELS", "Diagnostics", "Status", "app_version", "collect", "safe_url", "settings_summary"]
@@ -195,7 +196,7 @@ def collect(settings: Mapping[str, Any], toolkit: str) -> Diagnostics:
         frozen=bool(getattr(sys, "frozen", False)),
         config_dir=config_dir(),
         data_dir=data_dir(),
-        sessions_dir=sessions_dir(default_workspace()),
+        sessions_dir=sessions_directory(default_workspace()),
         log_file=log_file(),
         keyring=_keyring_status(),
         sandbox=_sandbox_status(),

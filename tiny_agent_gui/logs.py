@@ -1,7 +1,7 @@
 """The app's log file: a double-clicked app has no terminal, so warnings and errors go to a rotating file.
 
-The file is ``<user log folder>/tiny-agent-desktop.log`` (platformdirs' user log path, on Linux
-``~/.local/state/tiny-agent-desktop/log``; ``$TINY_AGENT_LOG_DIR`` overrides it), at most
+The file is ``<user log folder>/tiny-agent-desktop.log`` (:func:`~tiny_agent_core.paths.log_dir`: platformdirs' user
+log path, on Linux ``~/.local/state/tiny-agent-desktop/log``; ``$TINY_AGENT_LOG_DIR`` overrides it), at most
 :data:`MAX_BYTES` per file with :data:`BACKUPS` older files kept. The level is INFO unless ``$TINY_AGENT_LOG_LEVEL``
 says otherwise.
 
@@ -20,25 +20,18 @@ import re
 import sys
 from pathlib import Path
 
-import platformdirs
-
-from tiny_agent_core.ledger.paths import APP_NAME
+from tiny_agent_core.paths import log_dir
 
 __all__ = [
     "BACKUPS",
-    "LOG_DIR_ENV",
     "LOG_FILE_NAME",
     "LOG_LEVEL_ENV",
     "MAX_BYTES",
     "RedactingFormatter",
-    "log_dir",
     "log_file",
     "redact",
     "setup_logging",
 ]
-
-LOG_DIR_ENV = "TINY_AGENT_LOG_DIR"
-"""Environment variable that overrides the log folder."""
 
 LOG_LEVEL_ENV = "TINY_AGENT_LOG_LEVEL"
 """Environment variable with the log file's level name (``DEBUG``, ``INFO``, ``WARNING``…)."""
@@ -81,14 +74,6 @@ class RedactingFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         """The formatted record, redacted."""
         return redact(super().format(record))
-
-
-def log_dir() -> Path:
-    """The log folder: ``$TINY_AGENT_LOG_DIR`` if set and non-empty, else platformdirs' user log path."""
-    override = os.environ.get(LOG_DIR_ENV, "").strip()
-    if override:
-        return Path(override).expanduser()
-    return platformdirs.user_log_path(APP_NAME, appauthor=False)
 
 
 def log_file() -> Path:

@@ -38,12 +38,13 @@ from tiny_agent_core.agent.events import DialectLearned, StepFinished, ToolsDrop
 from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, RunResult
 from tiny_agent_core.errors import SecretStoreError, SettingsError, TinyAgentError
 from tiny_agent_core.fork import fork_before
-from tiny_agent_core.ledger import IndexConnection, default_workspace, raw_captures, scan_workspace
+from tiny_agent_core.ledger import IndexConnection, raw_captures, scan_workspace
 from tiny_agent_core.ledger.index import SessionSummary
 from tiny_agent_core.local_servers import LocalServer, detect_local_servers
 from tiny_agent_core.mcp.app_servers import AppServers
 from tiny_agent_core.mcp.errors import McpConnectError, McpError, connect_advice
 from tiny_agent_core.model_catalog import ModelEntry, recovery_conflict
+from tiny_agent_core.paths import default_workspace, log_dir
 from tiny_agent_core.pricing import Overrides
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.secrets import KeyStore
@@ -60,7 +61,7 @@ from tiny_agent_gui.cost.view import CostView
 from tiny_agent_gui.diagnostics import Diagnostics, collect, settings_summary
 from tiny_agent_gui.error_actions import MAX_AUTO_RETRIES, ErrorAction, action_for
 from tiny_agent_gui.inspector import InspectorPane
-from tiny_agent_gui.logs import LOG_FILE_NAME, log_dir
+from tiny_agent_gui.logs import LOG_FILE_NAME
 from tiny_agent_gui.model_picker import ModelCatalog, ModelPicker
 from tiny_agent_gui.session_controller import Connection, SessionController
 from tiny_agent_gui.sessions.pane import SessionListPane
@@ -1157,7 +1158,7 @@ class MainWindow(QMainWindow):
         """A compare run of ``prompt`` on ``entries`` in copies of the open session's workspace (else the current
         one), in the data folder; ``None`` (and a banner) when a model's provider cannot be used."""
         from tiny_agent_core.compare import CompareRun, Contender
-        from tiny_agent_core.comparisons import comparisons_folder
+        from tiny_agent_core.paths import comparisons_folder
 
         settings = self.services.settings
         contenders = []

@@ -19,9 +19,9 @@ from keyring.backends import fail, null
 from keyring.compat import properties
 
 from tiny_agent_core.errors import KeyringUnavailableError, ProviderConfigurationError, SecretStoreError
-from tiny_agent_core.ledger.paths import DATA_DIR_ENV, data_dir
+from tiny_agent_core.paths import CONFIG_DIR_ENV, DATA_DIR_ENV, config_dir, data_dir
 from tiny_agent_core.secrets import SERVICE, KeySource, KeyStore
-from tiny_agent_core.settings import CONFIG_DIR_ENV, AppSettings, ProfileConfig, config_dir
+from tiny_agent_core.settings import AppSettings, ProfileConfig
 from tiny_agent_core.tools.approval import ToolSettings
 
 

@@ -11,14 +11,13 @@ from typing import Any
 import pytest
 
 from tiny_agent_core.errors import SettingsError, SettingsFileError, SettingsVersionError
+from tiny_agent_core.paths import CONFIG_DIR_ENV, config_dir
 from tiny_agent_core.pricing import PriceOverride, price_request
 from tiny_agent_core.settings import (
-    CONFIG_DIR_ENV,
     SCHEMA_VERSION,
     SETTINGS_FILE,
     AppSettings,
     ProfileConfig,
-    config_dir,
 )
 from tiny_agent_core.usage import Usage
 

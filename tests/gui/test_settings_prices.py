@@ -11,9 +11,10 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QDialogButtonBox, QLineEdit, QPushButton, QWidget
 from pytestqt.qtbot import QtBot
 
+from tiny_agent_core.paths import CONFIG_DIR_ENV
 from tiny_agent_core.pricing import PRICE_TABLE_VERSION, PriceOverride
 from tiny_agent_core.secrets import KeyStore
-from tiny_agent_core.settings import CONFIG_DIR_ENV, SETTINGS_FILE, AppSettings, ProfileConfig
+from tiny_agent_core.settings import SETTINGS_FILE, AppSettings, ProfileConfig
 from tiny_agent_core.tools.approval import ToolSettings
 from tiny_agent_gui.settings import ProviderCalls, SettingsDialog
 from tiny_agent_gui.settings.prices_page import PriceRow

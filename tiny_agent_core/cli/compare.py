@@ -47,10 +47,11 @@ from tiny_agent_core.cli.arguments import existing_folder, positive_int
 from tiny_agent_core.cli.index import report_recovery
 from tiny_agent_core.cli.output import one_line
 from tiny_agent_core.compare import MAX_CONTENDERS, MIN_CONTENDERS, CompareRun, Contender, RunReport
-from tiny_agent_core.comparisons import ComparisonError, comparisons_folder
+from tiny_agent_core.comparisons import ComparisonError
 from tiny_agent_core.errors import LedgerError, SecretStoreError, SettingsError
 from tiny_agent_core.ledger import connect
 from tiny_agent_core.ledger.repricing import settings_overrides
+from tiny_agent_core.paths import comparisons_folder
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.secrets import KeyStore
 from tiny_agent_core.settings import AppSettings

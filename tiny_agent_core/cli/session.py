@@ -205,7 +205,8 @@ def _abandon(args: argparse.Namespace) -> int:
 
 def _index_database_if_any() -> Any:
     """The index connection when its database exists (never created here), else ``None``."""
-    from tiny_agent_core.ledger import connect, database_path
+    from tiny_agent_core.ledger import connect
+    from tiny_agent_core.paths import database_path
 
     return connect() if database_path().exists() else None
 

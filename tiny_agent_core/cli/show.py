@@ -42,7 +42,8 @@ def add_show_command(commands: Any) -> None:
 
 def _enrich(timeline: Timeline) -> None:
     """Fill live-only facts from the index database, if there is one (a missing database is not created)."""
-    from tiny_agent_core.ledger import database_path, opened
+    from tiny_agent_core.ledger import opened
+    from tiny_agent_core.paths import database_path
 
     if not database_path().exists():
         return

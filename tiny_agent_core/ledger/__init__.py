@@ -31,7 +31,6 @@ from tiny_agent_core.ledger.index import (
     record_attempt,
     scan_workspace,
 )
-from tiny_agent_core.ledger.paths import data_dir, database_path, default_workspace, sessions_dir
 from tiny_agent_core.ledger.rebuild import RebuildReport, rebuild
 from tiny_agent_core.ledger.repricing import refresh_prices
 from tiny_agent_core.ledger.requests import (
@@ -66,9 +65,6 @@ __all__ = [
     "add_workspace",
     "connect",
     "damage_reason",
-    "data_dir",
-    "database_path",
-    "default_workspace",
     "extract_session",
     "get_request",
     "get_session",
@@ -85,6 +81,5 @@ __all__ = [
     "replace_damaged",
     "scan_workspace",
     "session_requests",
-    "sessions_dir",
     "transaction",
 ]

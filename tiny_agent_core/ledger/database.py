@@ -24,9 +24,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tiny_agent_core import paths
 from tiny_agent_core.errors import LedgerError, LedgerVersionError
-from tiny_agent_core.ledger import migrations, paths
+from tiny_agent_core.ledger import migrations
 from tiny_agent_core.ledger.rebuild import RebuildReport, rebuild
+from tiny_agent_core.session.store import sessions_directory
 
 _log = logging.getLogger(__name__)
 
@@ -186,7 +188,7 @@ def _replace(path: Path, reason: str) -> IndexConnection:
         raise LedgerError(f"Could not recreate the index database at {path}: {error.reason}.") from error
     workspaces = _listed_workspaces(moved)
     default = paths.default_workspace()
-    if paths.sessions_dir(default).is_dir():
+    if sessions_directory(default).is_dir():
         workspaces.append(default)
     try:
         report = rebuild(conn, workspaces)

@@ -23,11 +23,10 @@ from tiny_agent_core.errors import LedgerError, SessionCorruption
 from tiny_agent_core.fork import read_copies, read_origin
 from tiny_agent_core.ledger import sidecar
 from tiny_agent_core.ledger.extract import RequestFacts, SessionFacts, extract_session
-from tiny_agent_core.ledger.paths import sessions_dir
 from tiny_agent_core.ledger.repricing import refresh_prices, reprice_request, reprice_session
 from tiny_agent_core.ledger.totals import decimal_from_text
 from tiny_agent_core.ledger.transactions import transaction
-from tiny_agent_core.session.store import session_workspace
+from tiny_agent_core.session.store import session_workspace, sessions_directory
 from tiny_agent_core.session_meta import SessionMeta, read_meta, write_meta
 from tiny_agent_core.usage import Usage
 
@@ -349,7 +348,7 @@ def scan_workspace(conn: sqlite3.Connection, workspace: Path, *, force: bool = F
     refresh_prices(conn)
     report = ScanReport()
     resolved = resolve_workspace(workspace)
-    folder = sessions_dir(resolved)
+    folder = sessions_directory(resolved)
     known_row = conn.execute("SELECT id FROM workspaces WHERE path = ?", (str(resolved),)).fetchone()
     if known_row is None and not folder.is_dir():
         return report

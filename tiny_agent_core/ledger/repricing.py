@@ -21,10 +21,10 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from tiny_agent_core import settings as app_settings  # a module: settings itself imports ledger.paths
 from tiny_agent_core.ledger.totals import decimal_from_text, refresh_request_totals
 from tiny_agent_core.ledger.transactions import transaction
 from tiny_agent_core.pricing import Cost, Overrides, PriceOverride, price_request
+from tiny_agent_core.settings import AppSettings
 from tiny_agent_core.usage import Usage
 
 _ROW_SQL = (
@@ -38,7 +38,7 @@ _UPDATE_SQL = (
 
 def settings_overrides() -> Overrides:
     """The user's price overrides from the settings file (none when it cannot be used)."""
-    settings = app_settings.AppSettings.load()
+    settings = AppSettings.load()
     return {} if settings.load_error is not None else settings.price_overrides
 
 

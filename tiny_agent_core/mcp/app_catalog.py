@@ -35,7 +35,7 @@ from tiny_agent_core.mcp.catalog import (
     save_catalog,
 )
 from tiny_agent_core.mcp.errors import McpCatalogError
-from tiny_agent_core.settings import config_dir
+from tiny_agent_core.paths import config_dir
 
 __all__ = [
     "APP_CATALOG_FILE",

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from tiny_agent_core.paths import config_dir, data_dir
 from tiny_agent_core.tools.base import ToolError
 
 __all__ = ["MAX_SYMLINKS", "Located", "PathOutsideWorkspace", "WorkspaceGuard"]
@@ -96,10 +97,6 @@ def _chain(path: Path) -> list[tuple[Path, _Identity | None]]:
 
 
 def _app_folders() -> list[tuple[str, Path]]:
-    # imported here: the tools package must not pull the settings (and the providers) in at import time
-    from tiny_agent_core.ledger.paths import data_dir
-    from tiny_agent_core.settings import config_dir
-
     return [("the tiny-agent configuration folder", config_dir()), ("the tiny-agent data folder", data_dir())]
 
 

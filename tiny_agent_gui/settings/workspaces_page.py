@@ -7,7 +7,8 @@ from pathlib import Path
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget
 
-from tiny_agent_core.ledger.paths import default_workspace, sessions_dir
+from tiny_agent_core.paths import default_workspace
+from tiny_agent_core.session.store import sessions_directory
 from tiny_agent_core.settings import AppSettings
 from tiny_agent_gui.settings.folders import FolderChooser
 
@@ -77,7 +78,7 @@ class WorkspacesPage(QWidget):
         self.list.clear()
         for folder in self._staged.workspaces:
             item = QListWidgetItem(folder)
-            has_sessions = sessions_dir(Path(folder)).is_dir()
+            has_sessions = sessions_directory(Path(folder)).is_dir()
             item.setToolTip("Has tiny-agent sessions" if has_sessions else "No .tiny-agent/sessions/ folder yet")
             self.list.addItem(item)
         if self.list.count():

@@ -13,7 +13,8 @@ import pytest
 from tests.core.ledger.sessionfiles import SessionFile
 from tiny_agent_core.cli import index as index_command
 from tiny_agent_core.cli import main
-from tiny_agent_core.ledger import Cost, LiveRequest, SessionSummary, connect, database_path, record_live
+from tiny_agent_core.ledger import Cost, LiveRequest, SessionSummary, connect, record_live
+from tiny_agent_core.paths import database_path
 
 T0 = 1_760_000_000_000
 

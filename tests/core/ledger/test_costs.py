@@ -14,7 +14,7 @@ import pytest
 
 from tests.core.ledger.sessionfiles import SessionFile
 from tests.core.test_pricing import rate, table_prices
-from tiny_agent_core.ledger import Cost, LiveRequest, connect, database_path, rebuild, record_live, scan_workspace
+from tiny_agent_core.ledger import Cost, LiveRequest, connect, rebuild, record_live, scan_workspace
 from tiny_agent_core.ledger.costs import (
     CSV_COLUMNS,
     GROUPINGS,
@@ -30,8 +30,9 @@ from tiny_agent_core.ledger.costs import (
     write_costs_csv,
 )
 from tiny_agent_core.ledger.sidecar import sidecar_path
+from tiny_agent_core.paths import config_dir, database_path
 from tiny_agent_core.pricing import PriceOverride
-from tiny_agent_core.settings import AppSettings, config_dir
+from tiny_agent_core.settings import AppSettings
 from tiny_agent_core.usage import Usage
 
 T0 = int(datetime(2026, 10, 5, 12, 0, tzinfo=UTC).timestamp() * 1000)  # a Monday, noon UTC

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from tiny_agent_core.errors import LedgerError, LedgerVersionError
-from tiny_agent_core.ledger import connect, database_path
+from tiny_agent_core.ledger import connect
 from tiny_agent_core.ledger import migrations as m
+from tiny_agent_core.paths import database_path
 
 EXPECTED_COLUMNS = {
     "_migrations": ["name", "applied_at"],

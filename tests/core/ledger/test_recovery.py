@@ -14,13 +14,12 @@ from tiny_agent_core.errors import LedgerError
 from tiny_agent_core.ledger import (
     IndexConnection,
     connect,
-    database_path,
-    default_workspace,
     known_workspaces,
     list_sessions,
     scan_workspace,
 )
 from tiny_agent_core.ledger.migrations import SCHEMA_MAJOR
+from tiny_agent_core.paths import database_path, default_workspace
 
 T0 = 1_760_000_000_000
 
