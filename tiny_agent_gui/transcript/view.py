@@ -602,6 +602,7 @@ class TranscriptView(QListView):
             self.viewport().setUpdatesEnabled(True)
         self._reveal_timer.stop()
         self._measured = 0
+        self._heights.clear()
         if self.transcript_model().hidden_rows():
             self._reveal_timer.start(REVEAL_FALLBACK_MS)
 
@@ -634,6 +635,7 @@ class TranscriptView(QListView):
         self._revealing = (added, anchor)
         self.viewport().setUpdatesEnabled(False)  # the tail stays on screen while every row is laid out
         self._reveal_limit.start()
+        self._heights.clear()  # rows move down: the heights noted by row are no one's now
         model.reveal_all()
 
     def _laid_out_to_the_end(self) -> bool:
