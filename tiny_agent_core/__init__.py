@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from tiny_agent_core.agent.events import AgentEvent, EventSink
     from tiny_agent_core.agent.loop import Agent, RequestRecord, RunResult
+    from tiny_agent_core.cost_sums import CostSum
     from tiny_agent_core.errors import (
         ContentFilteredError,
         InvalidAssistantMessage,
@@ -29,12 +30,15 @@ if TYPE_CHECKING:
     )
     from tiny_agent_core.messages import AssistantMessage, FunctionCall, Message, ToolCall, ToolMessage, UserMessage
     from tiny_agent_core.pricing import Cost, price_request
+    from tiny_agent_core.providers.client import ProviderClient
     from tiny_agent_core.providers.openai_chat import normalize_response_body, normalize_sse_text
+    from tiny_agent_core.providers.profiles import ProviderProfile, profile_for_base_url
     from tiny_agent_core.providers.results import NormalizedResponse
     from tiny_agent_core.seam import normalize_assistant_message
     from tiny_agent_core.stop_reasons import StopReason, stop_reason
     from tiny_agent_core.transcript import Transcript
     from tiny_agent_core.usage import Usage
+    from tiny_agent_core.workbench import OpenedSession, Workbench
 
 __all__ = [
     "Agent",
@@ -42,14 +46,18 @@ __all__ = [
     "AssistantMessage",
     "ContentFilteredError",
     "Cost",
+    "CostSum",
     "EventSink",
     "FunctionCall",
     "InvalidAssistantMessage",
     "MalformedResponseError",
     "Message",
     "NormalizedResponse",
+    "OpenedSession",
+    "ProviderClient",
     "ProviderError",
     "ProviderHTTPError",
+    "ProviderProfile",
     "ProviderReportedError",
     "RequestRecord",
     "RunResult",
@@ -62,16 +70,19 @@ __all__ = [
     "TranscriptError",
     "Usage",
     "UserMessage",
+    "Workbench",
     "normalize_assistant_message",
     "normalize_response_body",
     "normalize_sse_text",
     "price_request",
+    "profile_for_base_url",
     "stop_reason",
 ]
 
 _HOMES = {
     "tiny_agent_core.agent.events": ("AgentEvent", "EventSink"),
     "tiny_agent_core.agent.loop": ("Agent", "RequestRecord", "RunResult"),
+    "tiny_agent_core.cost_sums": ("CostSum",),
     "tiny_agent_core.errors": (
         "ContentFilteredError",
         "InvalidAssistantMessage",
@@ -92,12 +103,15 @@ _HOMES = {
         "UserMessage",
     ),
     "tiny_agent_core.pricing": ("Cost", "price_request"),
+    "tiny_agent_core.providers.client": ("ProviderClient",),
     "tiny_agent_core.providers.openai_chat": ("normalize_response_body", "normalize_sse_text"),
+    "tiny_agent_core.providers.profiles": ("ProviderProfile", "profile_for_base_url"),
     "tiny_agent_core.providers.results": ("NormalizedResponse",),
     "tiny_agent_core.seam": ("normalize_assistant_message",),
     "tiny_agent_core.stop_reasons": ("StopReason", "stop_reason"),
     "tiny_agent_core.transcript": ("Transcript",),
     "tiny_agent_core.usage": ("Usage",),
+    "tiny_agent_core.workbench": ("OpenedSession", "Workbench"),
 }
 _MODULE_OF = {name: module for module, names in _HOMES.items() for name in names}
 """Where each public name lives."""
