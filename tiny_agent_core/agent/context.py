@@ -4,7 +4,8 @@ As the reference does (notes §7.4): only ``<workspace>/AGENTS.md`` is read, wra
 skills are ``SKILL.md`` files under ``<workspace>/.tiny-agent/skills/`` whose single-line ``name:`` and
 ``description:`` frontmatter is listed (the body is never preloaded). The system prompt is rebuilt per request and
 never persisted; only its digest enters the configuration snapshot (notes §5.8), whose digest the recovery planner
-compares to decide whether an interrupted run may continue.
+compares to decide whether an interrupted run may continue (:func:`configuration_differences` names what
+changed when it may not).
 
 ``systemPromptDigest`` follows the TypeScript reference (the digest of the JSON string). ``adapterIdentity`` names
 this client's protocol mapping and ``routingIdentity`` is ``<provider profile>:<model>``: a session started
@@ -211,3 +212,28 @@ def answer_room(
         estimate = size // CEILING_BYTES_PER_TOKEN
     room = context_window - estimate - context_window // MARGIN_DIVISOR
     return room if room >= MIN_ANSWER_ROOM else None
+
+
+def configuration_differences(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """What differs between two configuration snapshots, one phrase per field (``model 'a' → 'b'``, ``tools added:
+    bash``, ``system prompt``…); empty when they are equal."""
+    out: list[str] = []
+    if recorded.get("model") != current.get("model"):
+        out.append(f"model {recorded.get('model')!r} → {current.get('model')!r}")
+    if recorded.get("routingIdentity") != current.get("routingIdentity"):
+        out.append(f"provider {recorded.get('routingIdentity')!r} → {current.get('routingIdentity')!r}")
+    if recorded.get("systemPromptDigest") != current.get("systemPromptDigest"):
+        out.append("system prompt (workspace, AGENTS.md, skills or the offered tools' names)")
+    before = {item["name"]: item["definitionDigest"] for item in recorded.get("tools", ())}
+    after = {item["name"]: item["definitionDigest"] for item in current.get("tools", ())}
+    for label, names in (
+        ("tools added", [name for name in after if name not in before]),
+        ("tools removed", [name for name in before if name not in after]),
+        ("tool definitions changed", [name for name in after if name in before and before[name] != after[name]]),
+    ):
+        if names:
+            out.append(f"{label}: {', '.join(names)}")
+    for key, label in (("adapterIdentity", "wire adapter"), ("outputOptionsDigest", "output options")):
+        if recorded.get(key) != current.get(key):
+            out.append(label)
+    return out

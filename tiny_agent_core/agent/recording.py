@@ -11,14 +11,14 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
-from tiny_agent_core.agent.loop import RequestRecord
+from tiny_agent_core.agent.requests import RequestRecord
 from tiny_agent_core.ledger import index_session_file, record_attempt
 from tiny_agent_core.ledger.extract import RequestFacts
 from tiny_agent_core.ledger.requests import LiveRequest, add_raw_capture, record_live
 
 
 class LedgerRecorder:
-    """A :data:`~tiny_agent_core.agent.loop.RequestRecorder` that writes each request to the ledger.
+    """A :data:`~tiny_agent_core.agent.requests.RequestRecorder` that writes each request to the ledger.
 
     ``secrets`` (the API key) are scrubbed from the stored capture once more, whatever the capture holds.
     """
