@@ -12,6 +12,9 @@ loader must keep what it parsed, so ``load_over_json_loads_kept`` also gives the
 every parsed line in a list. Prints one JSON object with the median and each run in seconds, throughput, the
 floor and the ratio, and what one append would cost a naive writer that re-reads and re-reduces the file (one
 load) next to the store's O(1) append at that size.
+
+With ``--walkers`` it also times, in CPU seconds, what reads a file through the reducer's one walk: the ledger's
+``extract_session`` and ``Timeline.from_bytes`` (each validates the file and consumes its typed facts).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.deadline import exit_after
 from tests.core.session.builders import generate_session
-from tiny_agent_core.session import SessionStore, facts, reduce_session
+from tiny_agent_core.session import RunOperation, SessionStore, facts, reduce_session
 
 
 def _json_loads_floor(path: Path, keep: bool) -> float:
@@ -55,10 +58,28 @@ def _json_loads_floor(path: Path, keep: bool) -> float:
         gc.enable()
 
 
+def _walkers(data: bytes, repeat: int) -> dict[str, float]:
+    """Median CPU seconds of ``extract_session`` and ``Timeline.from_bytes`` on ``data``."""
+    from tiny_agent_core.ledger.extract import extract_session
+    from tiny_agent_core.timeline import Timeline
+
+    result = {}
+    for name, read in (("extract_session_cpu_s", extract_session), ("timeline_from_bytes_cpu_s", Timeline.from_bytes)):
+        times = []
+        for _ in range(repeat):
+            gc.collect()
+            start = time.process_time()
+            read(data)
+            times.append(time.process_time() - start)
+        result[name] = round(statistics.median(times), 3)
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--facts", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--walkers", action="store_true", help="also time extract_session and Timeline.from_bytes")
     args = parser.parse_args()
     exit_after(1200, "session_load")
     started = time.perf_counter()
@@ -93,18 +114,18 @@ def main() -> None:
                 start = time.perf_counter()
                 writer.append(batch)
                 appends.append(time.perf_counter() - start)
-                writer.append(
-                    facts.abort_requested(
-                        operation_id=writer.state.operation.operation_id, operation_kind="run", phase="model"
-                    )
-                )  # type: ignore[union-attr]
-                writer.append(facts.operation_aborted(operation_id=writer.state.operation.operation_id))  # type: ignore[union-attr]
+                run = writer.state.operation
+                assert isinstance(run, RunOperation)
+                writer.append(facts.abort_requested(operation_id=run.operation_id, operation_kind="run", phase="model"))
+                writer.append(facts.operation_aborted(operation_id=run.operation_id))
     median = statistics.median(runs)
     append = statistics.median(appends)
     floor_cpu = statistics.median(floor)
+    walkers = _walkers(data, args.repeat) if args.walkers else {}
     print(
         json.dumps(
             {
+                **walkers,
                 "facts": state.fact_count,
                 "lines": state.line_count,
                 "file_mb": round(len(data) / 1e6, 1),
