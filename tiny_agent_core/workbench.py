@@ -294,7 +294,7 @@ class Workbench:
         It re-reads the whole file on a connection of its own, so it may run in a worker thread. Raises
         :class:`~tiny_agent_core.errors.SessionCorruption` for a corrupt file, ``LedgerError`` for an unusable index.
         """
-        if self.ledger is None or self._database is None:
+        if self._database is None:
             return None
         path = session.store.path if isinstance(session, OpenedSession) else Path(session)
         with opened(self._database) as conn:
@@ -303,6 +303,8 @@ class Workbench:
     async def refresh_index(self, session: OpenedSession | str | os.PathLike[str]) -> SessionSummary | None:
         """:meth:`index` in a worker thread, as after every run: a session must not freeze its caller while its file
         is re-read, and a failure is logged, never raised (``tiny-agent index rebuild`` catches up); ``None`` then."""
+        if self._database is None:
+            return None
         try:
             return await asyncio.to_thread(self.index, session)
         except (TinyAgentError, sqlite3.Error, OSError) as error:

@@ -15,7 +15,6 @@ import logging
 import sqlite3
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +35,7 @@ from PySide6.QtWidgets import (
 
 from tiny_agent_core.agent.events import DialectLearned, StepFinished, ToolsDropped
 from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, RunResult
+from tiny_agent_core.cost_sums import step_costs
 from tiny_agent_core.errors import SecretStoreError, SettingsError, TinyAgentError
 from tiny_agent_core.fork import fork_before
 from tiny_agent_core.ledger import IndexConnection, raw_captures, scan_workspace
@@ -946,17 +946,17 @@ class MainWindow(QMainWindow):
             return
         steps = self.timeline.steps() if self.timeline is not None else []
         answered = [step for step in steps if step.status == "settled" or step.usage is not None]
-        cost, unknown, sources = self._session_cost()
+        cost = step_costs(steps)
         self.status_usage.show_figures(
             SessionFigures(
                 usage=session.store.state.usage,
                 requests=len(steps),
                 unknown_usage=sum(1 for step in answered if step.usage is None),
                 unanswered=len(steps) - len(answered),
-                cost=cost,
-                unknown_cost=unknown,
+                cost=cost.total,
+                unknown_cost=cost.unknown,
                 last=self._last_step_usage or self._latest_recorded_usage(),
-                cost_sources=sources,
+                cost_sources=cost.sources,
             )
         )
         title = next(
@@ -980,16 +980,6 @@ class MainWindow(QMainWindow):
     def _latest_recorded_usage(self) -> Usage | None:
         steps = [step for step in (self.timeline.steps() if self.timeline else []) if step.usage is not None]
         return steps[-1].usage if steps else None
-
-    def _session_cost(self) -> tuple[Decimal | None, int, frozenset[str]]:
-        """The sum of the known request costs, how many answered requests' costs are unknown (a request that failed
-        before any answer and reported no usage is not counted as unknown), and where the known costs came from."""
-        steps = self.timeline.steps() if self.timeline is not None else []
-        steps = [step for step in steps if step.status == "settled" or step.usage is not None or step.cost is not None]
-        known = [step for step in steps if step.cost is not None]
-        total = sum((step.cost for step in known if step.cost is not None), Decimal(0)) if known else None
-        sources = frozenset(step.cost_source for step in known if step.cost_source)
-        return total, len(steps) - len(known), sources
 
     # -- models, re-runs and compare runs ---------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ from PySide6.QtCore import QObject, Signal
 from tiny_agent_core.agent.events import DialectLearned
 from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, Agent, RunResult
 from tiny_agent_core.errors import RecoveryBlockedError, TinyAgentError
-from tiny_agent_core.ledger import connect, index_session_file, opened
+from tiny_agent_core.ledger import connect
 from tiny_agent_core.mcp.app_servers import AppServers
 from tiny_agent_core.mcp.errors import McpError
 from tiny_agent_core.pricing import Overrides
@@ -38,7 +38,7 @@ from tiny_agent_core.timeline import Timeline
 from tiny_agent_core.tools.approval import Approver, ToolSettings
 from tiny_agent_core.tools.base import Tool
 from tiny_agent_core.tools.registry import ToolSet
-from tiny_agent_core.workbench import OpenedSession, build_agent, create_session, open_session, session_tools
+from tiny_agent_core.workbench import OpenedSession, Workbench, open_session, session_tools
 from tiny_agent_gui.bridge import AgentBridge
 
 _log = logging.getLogger(__name__)
@@ -164,7 +164,8 @@ class SessionController(QObject):
         self._approver = approver
         self._tool_settings = tool_settings
         self._connection = connection
-        self._ledger = ledger
+        self._workbench = Workbench.over(ledger)
+        """Sessions, agents and the index: the window's index connection, or none."""
         self._price_overrides = price_overrides
         self._max_steps = max_steps
         self._network = network
@@ -259,8 +260,7 @@ class SessionController(QObject):
         return task
 
     async def _open(self, path: Path) -> None:
-        database = self._database() if self._ledger is not None else None
-        loading = asyncio.get_running_loop().run_in_executor(None, _load, path, database)
+        loading = asyncio.get_running_loop().run_in_executor(None, _load, path, self._workbench.database)
         try:
             opened, timeline = await asyncio.shield(loading)
         except asyncio.CancelledError:  # superseded: the worker still finishes; release what it opened
@@ -281,11 +281,6 @@ class SessionController(QObject):
             return
         await self._run(agent, self._recover)  # as recover() would: this task is the operation
 
-    def _database(self) -> Path:
-        """The file of the window's index connection (a worker thread opens its own connection to it)."""
-        assert self._ledger is not None
-        return Path(self._ledger.execute("PRAGMA database_list").fetchone()[2])
-
     def new(self, workspace: Path) -> None:
         """Start a new session in ``workspace`` with the current provider and model."""
         if self.busy:
@@ -296,7 +291,7 @@ class SessionController(QObject):
             self.failed.emit("Set up a provider first (Settings → Providers).")
             return
         try:
-            opened = create_session(workspace, connection.profile, connection.model)
+            opened = self._workbench.create_session(workspace, connection.profile, connection.model)
         except (TinyAgentError, OSError) as error:
             self.failed.emit(f"Cannot create a session in {workspace}: {error}")
             return
@@ -406,7 +401,7 @@ class SessionController(QObject):
         key = self._key(connection)
         self._in_use = connection
         if self._agent is None or self._agent_key != key:
-            self._agent = build_agent(
+            self._agent = self._workbench.agent(
                 session,
                 client=self._client,
                 profile=connection.profile,
@@ -416,7 +411,6 @@ class SessionController(QObject):
                 tool_settings=self._tool_settings,
                 tools=self._session_tools(),
                 on_event=self.bridge.sink,
-                ledger=self._ledger,
                 price_overrides=self._price_overrides(),
                 max_steps=max_steps,
             )
@@ -504,7 +498,7 @@ class SessionController(QObject):
     def _run_started(self, _event: object) -> None:
         """The prompt is durable: index the session now (off the GUI thread), then say so with :attr:`indexed`."""
         agent = self._agent
-        if agent is None or self._ledger is None:
+        if agent is None or self._workbench.database is None:
             return
 
         async def index() -> None:
@@ -516,21 +510,8 @@ class SessionController(QObject):
         task.add_done_callback(self._indexing.discard)
 
     async def _reindex(self, agent: Agent) -> None:
-        """Bring the index row (title, tokens, state, search text) up to date with the session file.
-
-        It re-reads the whole file, so it runs in a worker thread on its own connection (WAL allows it): a long
-        session must not freeze the window after every prompt.
-        """
-        if self._ledger is None or agent.store.closed:
-            return
-        database = Path(self._ledger.execute("PRAGMA database_list").fetchone()[2])
-        session = agent.store.path
-
-        def index() -> None:
-            with opened(database) as conn:
-                index_session_file(conn, session)
-
-        try:
-            await asyncio.to_thread(index)
-        except (TinyAgentError, OSError) as error:
-            _log.warning("re-indexing %s failed: %s", session, error)
+        """Bring the index row (title, tokens, state, search text) up to date with the session file: the
+        workbench re-reads it in a worker thread on a connection of its own, so a long session does not freeze the
+        window after every prompt, and a failure is logged, not shown."""
+        if not agent.store.closed:
+            await self._workbench.refresh_index(agent.store.path)

@@ -21,6 +21,7 @@ from tiny_agent_core.session import SessionStore
 from tiny_agent_core.session.store import session_file_name
 from tiny_agent_core.timeline import AssistantItem, Timeline, ToolItem, UserItem
 from tiny_agent_core.tools.approval import AllowListApprover, ToolSettings
+from tiny_agent_core.workbench import Workbench
 from tiny_agent_gui import session_controller
 from tiny_agent_gui.session_controller import Connection, SessionController
 
@@ -99,7 +100,7 @@ async def test_the_ledger_facts_are_read_on_the_worker_thread_s_own_connection(
     path = _session(tmp_path, 2)
     ledger = connect(tmp_path / "index.sqlite3")
     scan_workspace(ledger, tmp_path)
-    controller._ledger = ledger  # the window passes its index connection
+    controller._workbench = Workbench.over(ledger)  # the window passes its index connection
     try:
         opening = controller.open(path)
         assert opening is not None
