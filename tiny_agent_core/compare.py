@@ -32,7 +32,8 @@ from functools import partial
 from pathlib import Path
 
 from tiny_agent_core.agent.events import AgentEvent, ToolFinished
-from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, Agent, RequestRecord, RunResult
+from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, Agent, RunResult
+from tiny_agent_core.agent.requests import RequestRecord
 from tiny_agent_core.compare_reports import Contender, RunReport, RunStatus
 from tiny_agent_core.comparisons import Comparison, ComparisonError, record_bytes, write_record
 from tiny_agent_core.errors import TinyAgentError

@@ -14,7 +14,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Literal
 
-from tiny_agent_core.agent.loop import RequestRecord
+from tiny_agent_core.agent.requests import RequestRecord
 from tiny_agent_core.providers.profiles import ProviderProfile
 from tiny_agent_core.usage import Usage
 from tiny_agent_core.worktrees import FileChange, WorkspaceCopy

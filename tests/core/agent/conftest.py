@@ -13,7 +13,8 @@ import pytest
 
 from tests.loopback import LoopbackServer, Reply, sse_events
 from tiny_agent_core.agent.events import AgentEvent
-from tiny_agent_core.agent.loop import Agent, RequestRecord
+from tiny_agent_core.agent.loop import Agent
+from tiny_agent_core.agent.requests import RequestRecord
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.providers.profiles import custom_profile
 from tiny_agent_core.providers.transport import Timeouts

@@ -11,8 +11,13 @@ from tests.core.agent.conftest import Harness, text_reply, tool_reply
 from tests.core.providers.test_local_dialect import LLAMA_CPP_PYTHON_CALL
 from tests.loopback import Reply, sse_events
 from tiny_agent_core.agent import events
-from tiny_agent_core.agent.context import PromptMeasure, answer_room, prompt_floor, request_bytes
-from tiny_agent_core.agent.loop import configuration_differences
+from tiny_agent_core.agent.context import (
+    PromptMeasure,
+    answer_room,
+    configuration_differences,
+    prompt_floor,
+    request_bytes,
+)
 from tiny_agent_core.errors import ContextLengthError, EmptyResponseError
 from tiny_agent_core.providers.openai_dialect import Dialect
 
