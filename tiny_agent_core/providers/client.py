@@ -41,7 +41,8 @@ import codecs
 import json
 import time
 import warnings
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any, Protocol, cast
@@ -54,6 +55,7 @@ from tiny_agent_core.providers.api_kinds import (
     SERVER_STATE_LOST,
     KeepsServerState,
     RepairsRequests,
+    StreamAssembler,
     WireAdapter,
     adapter_for,
 )
@@ -208,6 +210,14 @@ def _deltas_of(result: NormalizedResponse) -> list[StreamDelta]:
     return out
 
 
+def _recorded(recorder: CaptureRecorder, deltas: Iterable[StreamDelta]) -> Iterator[StreamDelta]:
+    """``deltas``, each content delta (text or a tool call, not usage) marking the first token in the capture."""
+    for delta in deltas:
+        if not isinstance(delta, UsageReported):
+            recorder.first_token()
+        yield delta
+
+
 class ChatStream:
     """One request to the profile's endpoint, in its API kind; iterate for events (see the module docstring).
 
@@ -340,11 +350,7 @@ class ChatStream:
         url = adapter.request_url(profile)
         payload = json.dumps(sent, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         streaming = bool(sent.get("stream"))
-        headers = {
-            "Content-Type": "application/json",
-            "Accept": "text/event-stream" if streaming else "application/json",
-            **adapter.request_headers(profile, self._api_key),
-        }
+        headers = self._request_headers(streaming)
         recorder = CaptureRecorder(
             method="POST",
             url=url,
@@ -355,7 +361,6 @@ class ChatStream:
             limit=self._capture_limit,
             outbound_repairs=outbound,
         )
-        limits = self.limits
         try:
             with translate_transport_errors(profile.base_url, self.timeouts):
                 deadline = Deadline(profile.base_url, self.timeouts.total)
@@ -366,52 +371,18 @@ class ChatStream:
                 try:
                     recorder.response_started(response.status_code, response.headers)
                     if response.status_code >= 400:
-                        body, complete = await read_body(response, limits.response_bytes, deadline)
-                        recorder.body_bytes(body)
-                        error = adapter.http_error(response.status_code, body, response.headers)
-                        if not complete:
-                            cut = describe_size(limits.response_bytes)
-                            error.args = (f"{error} (The error body is larger than {cut} and was not read in full.)",)
-                        raise error
+                        raise await self._http_error(response, recorder, deadline)
                     content_type = response.headers.get("content-type", "").lower()
                     if streaming and "json" not in content_type:
-                        accumulator = adapter.new_accumulator(limits)
-                        guard = StreamGuard(
-                            profile.base_url, event_limit=limits.sse_event_bytes, total_limit=limits.stream_bytes
-                        )
-                        tapped = _TappedResponse(response, recorder, guard, deadline)
-                        events = EventSource(cast(httpx.Response, tapped)).aiter_sse()
-                        checkpoint = time.perf_counter()
-                        try:
-                            async for sse in events:
-                                if time.perf_counter() - checkpoint > _LOOP_SLICE:
-                                    # A burst of buffered events is processed without any I/O wait; let the
-                                    # rest of the event loop (the UI) run between slices.
-                                    await asyncio.sleep(0)
-                                    checkpoint = time.perf_counter()
-                                recorder.sse_event()
-                                for delta in accumulator.feed(sse.event, sse.data):
-                                    if not isinstance(delta, UsageReported):
-                                        recorder.first_token()
-                                    yield delta
-                                if accumulator.done:
-                                    break
-                        except SSEError as error:  # pragma: no cover - the content type is forced above
-                            raise MalformedResponseError(f"Invalid event stream: {error}.") from error
-                        finally:
-                            await events.aclose()
-                            await tapped.aclose()
+                        accumulator = adapter.new_accumulator(self.limits)
+                        async with aclosing(self._stream_deltas(response, accumulator, recorder, deadline)) as deltas:
+                            async for delta in deltas:
+                                yield delta
                         result = accumulator.finish()
                     else:
                         # A JSON body: streaming is off, or the server answered a stream request with JSON.
-                        body, complete = await read_body(response, limits.response_bytes, deadline)
-                        recorder.body_bytes(body)
-                        if not complete:
-                            raise body_too_large(profile.base_url, limits.response_bytes)
-                        result = adapter.normalize_body(body, limits)
-                        for delta in _deltas_of(result):
-                            if not isinstance(delta, UsageReported):
-                                recorder.first_token()
+                        result = await self._json_result(response, recorder, deadline)
+                        for delta in _recorded(recorder, _deltas_of(result)):
                             yield delta
                 finally:
                     await response.aclose()
@@ -431,6 +402,64 @@ class ChatStream:
         self.capture = recorder.finish()
         self.result = replace(result, outbound_repairs=outbound)
         yield ChatCompleted(self.result, self.capture)
+
+    def _request_headers(self, streaming: bool) -> dict[str, str]:
+        """The headers of a request: JSON out, an event stream or JSON back, and the adapter's own (the key)."""
+        return {
+            "Content-Type": "application/json",
+            "Accept": "text/event-stream" if streaming else "application/json",
+            **self.adapter.request_headers(self.profile, self._api_key),
+        }
+
+    async def _http_error(
+        self, response: httpx.Response, recorder: CaptureRecorder, deadline: Deadline
+    ) -> ProviderError:
+        """The adapter's error for a response with an error status, its body read (up to the limit) and recorded."""
+        limit = self.limits.response_bytes
+        body, complete = await read_body(response, limit, deadline)
+        recorder.body_bytes(body)
+        error = self.adapter.http_error(response.status_code, body, response.headers)
+        if not complete:
+            error.args = (f"{error} (The error body is larger than {describe_size(limit)} and was not read in full.)",)
+        return error
+
+    async def _stream_deltas(
+        self, response: httpx.Response, accumulator: StreamAssembler, recorder: CaptureRecorder, deadline: Deadline
+    ) -> AsyncGenerator[StreamDelta, None]:
+        """The deltas of an event-stream body, fed to ``accumulator`` event by event until it is done or the body
+        ends; the body is checked against the limits and copied into the capture as it arrives."""
+        limits = self.limits
+        guard = StreamGuard(self.profile.base_url, event_limit=limits.sse_event_bytes, total_limit=limits.stream_bytes)
+        tapped = _TappedResponse(response, recorder, guard, deadline)
+        events = EventSource(cast(httpx.Response, tapped)).aiter_sse()
+        checkpoint = time.perf_counter()
+        try:
+            async for sse in events:
+                if time.perf_counter() - checkpoint > _LOOP_SLICE:
+                    # A burst of buffered events is processed without any I/O wait; let the
+                    # rest of the event loop (the UI) run between slices.
+                    await asyncio.sleep(0)
+                    checkpoint = time.perf_counter()
+                recorder.sse_event()
+                for delta in _recorded(recorder, accumulator.feed(sse.event, sse.data)):
+                    yield delta
+                if accumulator.done:
+                    break
+        except SSEError as error:  # pragma: no cover - the content type is forced above
+            raise MalformedResponseError(f"Invalid event stream: {error}.") from error
+        finally:
+            await events.aclose()
+            await tapped.aclose()
+
+    async def _json_result(
+        self, response: httpx.Response, recorder: CaptureRecorder, deadline: Deadline
+    ) -> NormalizedResponse:
+        """The result of a JSON body (read up to the limit and recorded), as the adapter normalizes it."""
+        body, complete = await read_body(response, self.limits.response_bytes, deadline)
+        recorder.body_bytes(body)
+        if not complete:
+            raise body_too_large(self.profile.base_url, self.limits.response_bytes)
+        return self.adapter.normalize_body(body, self.limits)
 
 
 class ProviderClient:
