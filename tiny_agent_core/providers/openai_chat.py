@@ -397,21 +397,9 @@ class StreamAccumulator:
             self._done = True
             return []
         if event == "error":
-            detail = data
-            with contextlib.suppress(ValueError):
-                detail = error_message(parse_json(data))
-            raise ProviderReportedError(f"The provider reported an error mid-stream: {detail}", usage=self._usage)
-        chunk = load_json(data, f"Stream chunk {self._chunks + 1}")
-        self._chunks += 1
-        if not isinstance(chunk, dict):
-            raise MalformedResponseError(f"Stream chunk {self._chunks} is not a JSON object.", usage=self._usage)
-        deltas: list[StreamDelta] = []
-        if chunk.get("usage") is not None:
-            usage = usage_from_wire(chunk["usage"], self._notes)
-            if usage is not None:
-                self._usage = usage
-                self._usage_raw = chunk["usage"]
-                deltas.append(UsageReported(usage))
+            raise self._error_event(data)
+        chunk = self._chunk(data)
+        deltas = self._apply_usage(chunk.get("usage"))
         if chunk.get("error") is not None:
             raise ProviderReportedError(
                 f"The provider reported an error mid-stream: {error_message(chunk['error'])}",
@@ -425,23 +413,53 @@ class StreamAccumulator:
         if not isinstance(choices, list):
             raise MalformedResponseError(f"Stream chunk {self._chunks} has invalid choices.", usage=self._usage)
         for choice in choices:
-            if not isinstance(choice, dict):
-                raise MalformedResponseError(f"Stream chunk {self._chunks} has an invalid choice.", usage=self._usage)
-            if choice.get("index", 0) != 0:
-                continue
-            if choice.get("finish_reason") is not None:
-                self._finish_reason = choice["finish_reason"]
-            delta = choice.get("delta")
-            if delta is None:
-                continue
-            if not isinstance(delta, dict):
-                raise MalformedResponseError(f"Stream chunk {self._chunks} has an invalid delta.", usage=self._usage)
-            try:
-                deltas.extend(self._apply_delta(delta))
-            except ProviderError as error:
-                error.usage = self._usage
-                raise
+            deltas.extend(self._apply_choice(choice))
         return deltas
+
+    def _error_event(self, data: str) -> ProviderReportedError:
+        """The error an SSE ``error`` event reports (its message when ``data`` is a JSON error, else ``data``)."""
+        detail = data
+        with contextlib.suppress(ValueError):
+            detail = error_message(parse_json(data))
+        return ProviderReportedError(f"The provider reported an error mid-stream: {detail}", usage=self._usage)
+
+    def _chunk(self, data: str) -> dict[str, Any]:
+        """The next chunk: ``data`` parsed as a JSON object (and counted)."""
+        chunk = load_json(data, f"Stream chunk {self._chunks + 1}")
+        self._chunks += 1
+        if not isinstance(chunk, dict):
+            raise MalformedResponseError(f"Stream chunk {self._chunks} is not a JSON object.", usage=self._usage)
+        return chunk
+
+    def _apply_usage(self, raw: Any) -> list[StreamDelta]:
+        """Take a chunk's ``usage`` (when it has a usable one) as the latest; the delta that reports it."""
+        if raw is None:
+            return []
+        usage = usage_from_wire(raw, self._notes)
+        if usage is None:
+            return []
+        self._usage = usage
+        self._usage_raw = raw
+        return [UsageReported(usage)]
+
+    def _apply_choice(self, choice: Any) -> list[StreamDelta]:
+        """Apply one choice of a chunk (only choice 0 counts): its finish reason and its delta."""
+        if not isinstance(choice, dict):
+            raise MalformedResponseError(f"Stream chunk {self._chunks} has an invalid choice.", usage=self._usage)
+        if choice.get("index", 0) != 0:
+            return []
+        if choice.get("finish_reason") is not None:
+            self._finish_reason = choice["finish_reason"]
+        delta = choice.get("delta")
+        if delta is None:
+            return []
+        if not isinstance(delta, dict):
+            raise MalformedResponseError(f"Stream chunk {self._chunks} has an invalid delta.", usage=self._usage)
+        try:
+            return self._apply_delta(delta)
+        except ProviderError as error:
+            error.usage = self._usage
+            raise
 
     def _apply_delta(self, delta: dict[str, Any]) -> list[StreamDelta]:
         self._notes.drop_extras(delta, _DELTA_KEYS, "message.")
@@ -511,37 +529,41 @@ class StreamAccumulator:
             raise MalformedResponseError("invalid assistant tool call")
         if call.get("type") is not None:
             partial.type = call["type"]
-        function = call.get("function")
-        name: str | None = None
-        arguments = ""
-        if function is not None:
-            if not isinstance(function, dict):
-                raise MalformedResponseError("invalid assistant tool call")
-            self._notes.drop_extras(function, FUNCTION_KEYS, f"message.tool_calls[{index}].function.")
-            name = function.get("name")
-            if name is not None:
-                if not isinstance(name, str):
-                    raise MalformedResponseError("invalid assistant tool call function")
-                if name and partial.name not in (None, name):
-                    raise MalformedResponseError(
-                        f"invalid assistant tool call function: index {index} changed its name"
-                    )
-                partial.name = partial.name or name or None
-            piece = function.get("arguments")
-            if isinstance(piece, str):
-                arguments = piece
-                self._grow(partial.arguments.add(piece))
-                if partial.arguments.size > self._limits.tool_call_argument_bytes:
-                    raise arguments_too_large(self._limits)
-            elif isinstance(piece, dict):
-                if partial.arguments.count or partial.arguments_object is not None:
-                    raise MalformedResponseError("invalid assistant tool call function: mixed argument forms")
-                partial.arguments_object = piece
-            elif piece is not None:
-                raise MalformedResponseError("invalid assistant tool call function")
+        name, arguments = self._apply_function_delta(index, partial, call.get("function"))
         return StreamedToolCall(
             index, call_id if isinstance(call_id, str) and call_id else None, name or None, arguments
         )
+
+    def _apply_function_delta(self, index: int, partial: _PartialCall, function: Any) -> tuple[str | None, str]:
+        """Apply a tool-call delta's ``function`` to call ``index``; the name and argument text it carried."""
+        if function is None:
+            return None, ""
+        if not isinstance(function, dict):
+            raise MalformedResponseError("invalid assistant tool call")
+        self._notes.drop_extras(function, FUNCTION_KEYS, f"message.tool_calls[{index}].function.")
+        name = function.get("name")
+        if name is not None:
+            if not isinstance(name, str):
+                raise MalformedResponseError("invalid assistant tool call function")
+            if name and partial.name not in (None, name):
+                raise MalformedResponseError(f"invalid assistant tool call function: index {index} changed its name")
+            partial.name = partial.name or name or None
+        return name, self._apply_arguments_delta(partial, function.get("arguments"))
+
+    def _apply_arguments_delta(self, partial: _PartialCall, piece: Any) -> str:
+        """Add an ``arguments`` piece to ``partial`` (text, or the whole arguments as a JSON object); the text."""
+        if isinstance(piece, str):
+            self._grow(partial.arguments.add(piece))
+            if partial.arguments.size > self._limits.tool_call_argument_bytes:
+                raise arguments_too_large(self._limits)
+            return piece
+        if isinstance(piece, dict):
+            if partial.arguments.count or partial.arguments_object is not None:
+                raise MalformedResponseError("invalid assistant tool call function: mixed argument forms")
+            partial.arguments_object = piece
+        elif piece is not None:
+            raise MalformedResponseError("invalid assistant tool call function")
+        return ""
 
     def _message(self) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant"}
