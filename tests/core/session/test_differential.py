@@ -9,6 +9,7 @@ reference coerces them to strings, numbers beyond a double, extreme nesting).
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -23,8 +24,10 @@ from tiny_agent_core.errors import SessionCorruption
 from tiny_agent_core.session import reduce_session, state_to_json
 from tiny_agent_core.session.canonical_json import js_numbers
 
-MUTANTS_PER_FIXTURE = 40
-"""Mutated copies of each valid fixture (a few seconds for node and for us together)."""
+MUTANTS_ENV = "TINY_AGENT_DIFFERENTIAL_MUTANTS"
+"""Environment variable: mutants per valid fixture for a longer run (e.g. 2550: 51,000 mutants, about a minute)."""
+MUTANTS_PER_FIXTURE = int(os.environ.get(MUTANTS_ENV) or 40)
+"""Mutated copies of each valid fixture (40 by default: a few seconds for node and for us together)."""
 
 SCALARS: list[Any] = [None, True, False, 0, 1, -1, 2**31, 1.5, "", "x", "user", "assistant", "tool", "run", {}]
 """Replacement values: no arrays (the reference coerces some) and no numbers beyond a double."""
@@ -97,7 +100,8 @@ def test_the_reducer_agrees_with_the_reference_on_mutated_sessions(tmp_path: Pat
     listing = tmp_path / "list.txt"
     listing.write_text("".join(f"{path}\n" for path in files), encoding="utf-8")
     out = tmp_path / "out.jsonl"
-    subprocess.run(["node", str(runner), "batch-check", str(listing), str(out)], check=True, timeout=300)
+    timeout = 300 + len(files) // 10  # node checks a few thousand mutants a second
+    subprocess.run(["node", str(runner), "batch-check", str(listing), str(out)], check=True, timeout=timeout)
     theirs = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert len(theirs) == len(files)
     disagreements = [
