@@ -702,40 +702,51 @@ class ResponsesAccumulator:
             return self._response_event(kind, payload)
         if kind == "response.output_item.added":
             self._item_events += 1
-            index = self._index(payload, "item")
-            entry = self._output.add(index, payload.get("item"))
-            if isinstance(entry, _Call):
-                return [StreamedToolCall(entry.ordinal, entry.call_id, entry.name, "")]
-            return []
+            return self._item_added(self._index(payload, "item"), payload.get("item"))
         if kind == "response.output_item.done":
             self._item_events += 1
             return self._item_done(self._index(payload, "item"), payload.get("item"))
         if kind in ("response.output_text.delta", "response.refusal.delta"):
             self._item_events += 1
-            message = self._message(payload)
-            delta = payload.get("delta")
-            if not isinstance(delta, str):
-                raise MalformedResponseError("invalid assistant content")
-            if kind == "response.refusal.delta":
-                self._output.add_text(message, delta, refusal=True)
-                return []
-            return self._append_text(message, delta)
+            return self._text_delta(kind, payload)
         if kind in ("response.function_call_arguments.delta", "response.function_call_arguments.done"):
             self._item_events += 1
-            call = self._call(payload)
-            if kind.endswith(".done"):
-                before = call.arguments.size
-                self._output.final_arguments(call, payload.get("arguments"))
-                added = call.arguments.text() if before == 0 and call.arguments.size else ""
-                return [StreamedToolCall(call.ordinal, None, None, added)] if added else []
-            delta = payload.get("delta")
-            if not isinstance(delta, str):
-                raise MalformedResponseError("invalid assistant tool call function")
-            self._output.add_arguments(call, delta)
-            return [StreamedToolCall(call.ordinal, None, None, delta)] if delta else []
+            return self._arguments_event(kind, payload)
         if kind.startswith(("response.reasoning", "response.reasoning_summary")):
             self._notes.dropped.setdefault("output.reasoning", None)
         return []  # content_part.*, output_text.done, annotations, progress events: nothing to add
+
+    def _item_added(self, index: int, item: Any) -> list[StreamDelta]:
+        """A new output item; a tool call is shown at once (its id and name, no arguments yet)."""
+        entry = self._output.add(index, item)
+        if isinstance(entry, _Call):
+            return [StreamedToolCall(entry.ordinal, entry.call_id, entry.name, "")]
+        return []
+
+    def _text_delta(self, kind: str, payload: dict[str, Any]) -> list[StreamDelta]:
+        """A piece of a message's text (shown) or of its refusal (kept, not shown)."""
+        message = self._message(payload)
+        delta = payload.get("delta")
+        if not isinstance(delta, str):
+            raise MalformedResponseError("invalid assistant content")
+        if kind == "response.refusal.delta":
+            self._output.add_text(message, delta, refusal=True)
+            return []
+        return self._append_text(message, delta)
+
+    def _arguments_event(self, kind: str, payload: dict[str, Any]) -> list[StreamDelta]:
+        """A piece of a call's arguments, or (``.done``) the whole: shown only when no piece came before it."""
+        call = self._call(payload)
+        if kind.endswith(".done"):
+            before = call.arguments.size
+            self._output.final_arguments(call, payload.get("arguments"))
+            added = call.arguments.text() if before == 0 and call.arguments.size else ""
+            return [StreamedToolCall(call.ordinal, None, None, added)] if added else []
+        delta = payload.get("delta")
+        if not isinstance(delta, str):
+            raise MalformedResponseError("invalid assistant tool call function")
+        self._output.add_arguments(call, delta)
+        return [StreamedToolCall(call.ordinal, None, None, delta)] if delta else []
 
     def _append_text(self, message: _Message, delta: str) -> list[StreamDelta]:
         """A text delta; the first text of a second message item is preceded by the separator, as in the result."""
