@@ -14,9 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
-from tiny_agent_core.pricing import Cost
-from tiny_agent_core.timeline import StepInfo
+if TYPE_CHECKING:  # types only: adding up costs needs neither the pricing rules nor the timeline
+    from tiny_agent_core.pricing import Cost
+    from tiny_agent_core.timeline import StepInfo
 
 __all__ = ["CostSum", "step_costs"]
 

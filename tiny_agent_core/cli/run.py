@@ -81,7 +81,6 @@ import sys
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from dataclasses import replace
-from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -93,6 +92,7 @@ from tiny_agent_core.cli.api_option import add_api_option, with_api
 from tiny_agent_core.cli.arguments import base_url, existing_folder, positive_int, request_timeouts, seconds
 from tiny_agent_core.cli.index import report_recovery
 from tiny_agent_core.cli.output import discard_stdout, one_line
+from tiny_agent_core.cost_sums import CostSum
 from tiny_agent_core.errors import (
     AgentError,
     LedgerError,
@@ -345,16 +345,15 @@ def _summary(
     store: SessionStore, result: RunResult, printer: _Printer, tools: ToolSet, context: int | None
 ) -> dict[str, Any]:
     records = printer.requests
-    known = [r.cost.amount for r in records if r.cost.amount is not None]
-    total = sum(known, Decimal(0)) if known else None
+    cost = CostSum.of(r.cost for r in records)
     reported = any(r.usage is not None for r in records) or store.state.usage.prompt + store.state.usage.output > 0
     out: dict[str, Any] = {
         "sessionId": store.session_id,
         "outcome": result.outcome,
         "usage": store.state.usage.as_dict() if reported else None,
         "usageUnknownRequests": sum(1 for r in records if r.usage is None),
-        "cost": None if total is None else format(total, "f"),
-        "costUnknownRequests": len(records) - len(known),
+        "cost": None if cost.total is None else format(cost.total, "f"),
+        "costUnknownRequests": cost.unknown,
         "requests": len(records),
         "tokensPerSecond": _tokens_per_second(records),
         "contextLength": context,
