@@ -57,7 +57,7 @@ from tiny_agent_core.session.fact_types import (
 )
 from tiny_agent_core.session.reducer import read_header, reduce_session
 from tiny_agent_core.session.state import SessionHeader, SessionState
-from tiny_agent_core.session.store import SessionStore, take_loaded_facts
+from tiny_agent_core.session.store import SessionStore
 from tiny_agent_core.tool_outcomes import FileDiff, Outcome, call_diff, call_outcome, call_summary
 from tiny_agent_core.usage import Usage
 
@@ -385,16 +385,10 @@ class Timeline:
         """The timeline of a file the strict reducer already accepted as ``state`` (e.g. an open store's); ``data``
         are the file's bytes, at least ``state.repaired_length`` of them.
 
-        When ``state`` is an opened store's and nothing was committed since, this takes the typed facts the store's
-        walk kept (:func:`~tiny_agent_core.session.store.take_loaded_facts`, once); otherwise it walks ``data`` with
-        the reducer again. :meth:`open_store` gives a store and its timeline in one walk either way.
+        This walks the file with the reducer again; where the file is still to be opened, :meth:`open_store` gives
+        the store and its timeline in one walk.
         """
         timeline = cls(state.header)
-        loaded = take_loaded_facts(state)
-        if loaded is not None and sum(map(len, loaded)) == state.fact_count:
-            for transaction in loaded:
-                timeline.apply(transaction)
-            return timeline
         reduce_session(data if len(data) == state.repaired_length else data[: state.repaired_length], timeline.apply)
         return timeline
 

@@ -21,7 +21,7 @@ from tiny_agent_core.ledger import connect, raw_captures
 from tiny_agent_core.messages import AssistantMessage
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.session import apply_transaction, facts, reduce_session
-from tiny_agent_core.session.store import SessionStore, take_loaded_facts
+from tiny_agent_core.session.store import SessionStore
 from tiny_agent_core.timeline import (
     AssistantItem,
     CompactionItem,
@@ -211,20 +211,6 @@ def test_open_store_builds_the_timeline_in_the_stores_walk_and_follows_its_commi
     read_only, again = Timeline.open_store(path, read_only=True)
     assert read_only.read_only
     assert list(again.items) == list(Timeline.from_bytes(path.read_bytes()).items)
-
-
-def test_from_state_of_an_opened_store_takes_the_facts_its_walk_kept(tmp_path: Path) -> None:
-    path = _session_copy(tmp_path, "completed-tool-run")
-    expected = list(Timeline.from_bytes(path.read_bytes()).items)
-    with SessionStore.open(path) as store:
-        assert list(Timeline.from_state(store.state, path.read_bytes()).items) == expected
-        assert take_loaded_facts(store.state) is None  # taken once
-        assert list(Timeline.from_state(store.state, path.read_bytes()).items) == expected  # walks the file again
-    with SessionStore.open(path) as store:
-        store.append(facts.user_entry("one more"))  # the kept facts no longer cover the state: walk the file
-        timeline = Timeline.from_state(store.state, path.read_bytes())
-        assert [item.text for item in timeline.items if isinstance(item, UserItem)][-1] == "one more"
-        assert list(timeline.items)[: len(expected)] == expected
 
 
 def test_open_store_raises_what_the_store_raises(tmp_path: Path) -> None:

@@ -392,7 +392,6 @@ class SessionState:
     """A reduced session. Built by ``reduce_session`` and advanced by ``apply_transaction``."""
 
     __slots__ = (
-        "__weakref__",  # SessionStore.open hands a state's loaded facts on by it (take_loaded_facts)
         "active_context",
         "header",
         "index",

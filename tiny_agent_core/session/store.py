@@ -32,7 +32,6 @@ import re
 import stat
 import threading
 import time
-import weakref
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -55,7 +54,6 @@ __all__ = [
     "session_file_name",
     "session_workspace",
     "sessions_directory",
-    "take_loaded_facts",
 ]
 
 ENVIRONMENT_IDENTITY_VARIABLE = "TINY_AGENT_ENVIRONMENT_IDENTITY"
@@ -66,21 +64,6 @@ CommitObserver = TransactionObserver
 """Hears each committed transaction's facts, typed (:mod:`tiny_agent_core.session.fact_types`)."""
 # link() errors of file systems without hard links (FAT, exFAT, some network shares): rename() instead.
 _NO_HARD_LINKS = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EMLINK})
-
-
-_LOADED: weakref.WeakKeyDictionary[SessionState, list[list[SessionFact]]] = weakref.WeakKeyDictionary()
-"""The typed facts each state :meth:`SessionStore.open` loaded without an observer was reduced from, by state."""
-
-
-def take_loaded_facts(state: SessionState) -> list[list[SessionFact]] | None:
-    """The typed facts, transaction by transaction, that :meth:`SessionStore.open` reduced ``state`` from, once:
-    they are forgotten when taken (or when the state is). ``None`` when there are none to take: the store was
-    opened with an observer, they were taken already, or ``state`` did not come from ``open``.
-
-    This is how a consumer of an already opened store (``Timeline.from_state``) reads the file's facts without
-    walking it again. Transactions committed or refreshed since the open are not included.
-    """
-    return _LOADED.pop(state, None)
 
 
 def environment_identity(workspace: str | os.PathLike[str], environ: Mapping[str, str] | None = None) -> str:
@@ -286,8 +269,6 @@ class SessionStore:
 
         ``observer`` hears every committed transaction of the file as it is reduced (the one walk over the
         file, see :func:`reduce_session`), then every later append, as if given to :meth:`observe_commits`.
-        Without one, the walk's typed facts are kept for one :func:`take_loaded_facts` of the state (a timeline
-        built from the opened store takes them instead of walking the file again).
         """
         path = Path(path)
         match = _FILE_NAME.fullmatch(path.name)
@@ -297,7 +278,7 @@ class SessionStore:
             with open(path, "rb") as handle:
                 data = handle.read()
             require_header_line(data, path.name)
-            state = cls._reduce(data, observer)
+            state = reduce_session(data, observer)
             cls._check_name(state, match.group(1))
             return cls._opened(path, state, None, observer)
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -307,7 +288,7 @@ class SessionStore:
             _lock(fd, path, match.group(1))
             data = _read_all(fd)
             require_header_line(data, path.name)
-            state = cls._reduce(data, observer)
+            state = reduce_session(data, observer)
             cls._check_name(state, match.group(1))
             if state.repaired_length != len(data):
                 os.ftruncate(fd, state.repaired_length)
@@ -317,16 +298,6 @@ class SessionStore:
             os.close(fd)
             raise
         return cls._opened(path, state, fd, observer)
-
-    @staticmethod
-    def _reduce(data: bytes, observer: CommitObserver | None) -> SessionState:
-        """Reduce a file being opened; without an observer, keep its typed facts for :func:`take_loaded_facts`."""
-        if observer is not None:
-            return reduce_session(data, observer)
-        loaded: list[list[SessionFact]] = []
-        state = reduce_session(data, loaded.append)
-        _LOADED[state] = loaded
-        return state
 
     @classmethod
     def _opened(cls, path: Path, state: SessionState, fd: int | None, observer: CommitObserver | None) -> Self:
