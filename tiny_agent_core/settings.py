@@ -319,46 +319,20 @@ class AppSettings:
 
         if not isinstance(data, dict):
             raise bad("the top level", "must be a JSON object")
-        version = data.get("version")
-        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-            raise bad("'version'", "must be a positive integer")
-        if version > SCHEMA_VERSION:
-            raise SettingsVersionError(
-                f"The settings file {path} was written by a newer version of tiny-agent desktop (settings version "
-                f"{version}; this version reads up to {SCHEMA_VERSION}). Update the app; the file is left unchanged.",
-                path=path,
-                found=version,
-                supported=SCHEMA_VERSION,
-            )
-        profiles: list[ProfileConfig] = []
-        for index, entry in enumerate(_list(data, "profiles", bad)):
-            profile = _profile_from_json(entry, f"profiles[{index}]", bad)
-            if any(existing.id == profile.id for existing in profiles):
-                raise bad(f"profiles[{index}].id", f"repeats {profile.id!r}")
-            profiles.append(profile)
+        _check_version(data, path, bad)
+        profiles = _profiles_from_json(data, bad)
         active = data.get("activeProfile")
         if active is not None and not isinstance(active, str):
             raise bad("'activeProfile'", "must be a string or null")
-        workspaces: list[str] = []
-        for index, folder in enumerate(_list(data, "workspaces", bad)):
-            if not isinstance(folder, str) or not folder:
-                raise bad(f"workspaces[{index}]", "must be a non-empty string")
-            if folder not in workspaces:
-                workspaces.append(folder)
+        workspaces = list(dict.fromkeys(_folders_from_json(data, "workspaces", bad)))
         overrides = _overrides_from_json(data.get("priceOverrides", {}), bad)
         max_steps = data.get("maxSteps")
         if max_steps is not None and (
             not isinstance(max_steps, int) or isinstance(max_steps, bool) or not 1 <= max_steps <= MAX_STEPS_LIMIT
         ):
             raise bad("'maxSteps'", f"must be null or a whole number from 1 to {MAX_STEPS_LIMIT}")
-        offline: list[str] = []
-        for index, folder in enumerate(_list(data, "offlineWorkspaces", bad)):
-            if not isinstance(folder, str) or not folder:
-                raise bad(f"offlineWorkspaces[{index}]", "must be a non-empty string")
-            offline.append(folder)
-        return cls(
-            path, profiles, active, workspaces, overrides, max_steps=max_steps, offline_workspaces=sorted(set(offline))
-        )
+        offline = sorted(set(_folders_from_json(data, "offlineWorkspaces", bad)))
+        return cls(path, profiles, active, workspaces, overrides, max_steps=max_steps, offline_workspaces=offline)
 
     def network_allowed(self, workspace: str | os.PathLike[str]) -> bool:
         """Whether ``bash`` and ``bg`` may use the network in ``workspace`` (they may unless the user turned it off)."""
@@ -406,6 +380,42 @@ def _list(data: Mapping[str, Any], key: str, bad: _Bad) -> Iterable[Any]:
     return value
 
 
+def _check_version(data: Mapping[str, Any], path: Path, bad: _Bad) -> None:
+    """Refuse a file without a valid ``version``, or one written by a newer app (:class:`SettingsVersionError`)."""
+    version = data.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise bad("'version'", "must be a positive integer")
+    if version > SCHEMA_VERSION:
+        raise SettingsVersionError(
+            f"The settings file {path} was written by a newer version of tiny-agent desktop (settings version "
+            f"{version}; this version reads up to {SCHEMA_VERSION}). Update the app; the file is left unchanged.",
+            path=path,
+            found=version,
+            supported=SCHEMA_VERSION,
+        )
+
+
+def _profiles_from_json(data: Mapping[str, Any], bad: _Bad) -> list[ProfileConfig]:
+    """The profiles, in file order (their ids unique)."""
+    profiles: list[ProfileConfig] = []
+    for index, entry in enumerate(_list(data, "profiles", bad)):
+        profile = _profile_from_json(entry, f"profiles[{index}]", bad)
+        if any(existing.id == profile.id for existing in profiles):
+            raise bad(f"profiles[{index}].id", f"repeats {profile.id!r}")
+        profiles.append(profile)
+    return profiles
+
+
+def _folders_from_json(data: Mapping[str, Any], key: str, bad: _Bad) -> list[str]:
+    """The folders listed under ``key``, in file order (each a non-empty string)."""
+    folders: list[str] = []
+    for index, folder in enumerate(_list(data, key, bad)):
+        if not isinstance(folder, str) or not folder:
+            raise bad(f"{key}[{index}]", "must be a non-empty string")
+        folders.append(folder)
+    return folders
+
+
 def _profile_from_json(entry: Any, where: str, bad: _Bad) -> ProfileConfig:
     if not isinstance(entry, dict):
         raise bad(where, "must be an object")
@@ -430,18 +440,11 @@ def _profile_from_json(entry: Any, where: str, bad: _Bad) -> ProfileConfig:
         raise bad(f"{where}.baseUrl", "is required for a custom provider")
     if key_env is not None and not _ENV_NAME.fullmatch(key_env):
         raise bad(f"{where}.keyEnv", f"is not an environment variable name: {key_env!r}")
-    flags: dict[str, bool | None] = {}
-    for key, attribute in _DIALECT_KEYS:
-        value = entry.get(key)
-        if value is not None and not isinstance(value, bool):
-            raise bad(f"{where}.{key}", "must be true, false or null")
-        flags[attribute] = value
+    flags = {attribute: _optional_flag(entry, key, where, bad) for key, attribute in _DIALECT_KEYS}
     api = optional("api")
     if api is not None and not _API_KIND.fullmatch(api):
         raise bad(f"{where}.api", f"is not an API kind name: {api!r}")
-    server_state = entry.get("serverState")
-    if server_state is not None and not isinstance(server_state, bool):
-        raise bad(f"{where}.serverState", "must be true, false or null")
+    server_state = _optional_flag(entry, "serverState", where, bad)
     context = entry.get("contextLength")
     if context is not None and (type(context) is not int or not 0 < context < 1 << 31):
         raise bad(f"{where}.contextLength", "must be a positive number of tokens or null")
@@ -457,6 +460,14 @@ def _profile_from_json(entry: Any, where: str, bad: _Bad) -> ProfileConfig:
         server_state=server_state,
         **flags,
     )
+
+
+def _optional_flag(entry: Mapping[str, Any], key: str, where: str, bad: _Bad) -> bool | None:
+    """A profile's true/false setting ``key``; ``None`` when it is absent or null."""
+    value = entry.get(key)
+    if value is not None and not isinstance(value, bool):
+        raise bad(f"{where}.{key}", "must be true, false or null")
+    return value
 
 
 def _overrides_from_json(value: Any, bad: _Bad) -> dict[tuple[str, str], PriceOverride]:
