@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -201,6 +202,15 @@ def mcp_text(item: ToolItem, exchange: McpExchange | None) -> str:
     if exchange.error is not None:
         lines.append(f"no result: {exchange.error}")
     return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class _Overview:
+    """What the Overview tab shows for an item, and the model step behind it (if any)."""
+
+    text: str
+    step: StepInfo | None = None
+    markdown: bool = False
 
 
 def _mono_box(name: str) -> QPlainTextEdit:
@@ -431,18 +441,35 @@ class InspectorPane(QWidget):
         waterfall for ``None``."""
         self._item = item
         if item is None:
-            self.title.setText("The session as a waterfall: click a request or a tool call to inspect it.")
-            self.back.hide()
-            self.search.hide()
-            self.stack.setCurrentWidget(self.waterfall)
-            if self._stale:
-                self._refresh_waterfall()
+            self._show_waterfall()
             return
         self.back.show()
         self.stack.setCurrentWidget(self._details)
-        step: StepInfo | None = None
-        overview = ""
-        markdown = False
+        self._clear_details()
+        overview = self._overview(item)
+        if overview.markdown:
+            self.overview.setMarkdown(overview.text)
+        else:
+            self.overview.setPlainText(overview.text)
+        step = overview.step
+        self._step = step
+        self.step.setPlainText(self._step_text(step) if step is not None else "No model step.")
+        self._show_tabs(isinstance(item, ToolItem), step)
+        self._raw_attempt = step.attempt_id if step is not None else None
+        self._raw_loaded_for = None
+        self._captures = []
+        self.curl.setEnabled(False)
+        self._tab_changed(self.tabs.currentIndex())
+
+    def _show_waterfall(self) -> None:
+        self.title.setText("The session as a waterfall: click a request or a tool call to inspect it.")
+        self.back.hide()
+        self.search.hide()
+        self.stack.setCurrentWidget(self.waterfall)
+        if self._stale:
+            self._refresh_waterfall()
+
+    def _clear_details(self) -> None:
         for box in (
             self.arguments,
             self.result,
@@ -455,46 +482,45 @@ class InspectorPane(QWidget):
             box.clear()
         for tree in (self.request_tree, self.response_tree, self.mcp_request, self.mcp_response):
             tree.set_value(None)
+
+    def _overview(self, item: object) -> _Overview:
+        """Title the pane for ``item`` (filling a tool call's own tabs); what its Overview tab says."""
         if isinstance(item, ToolItem):
-            self.title.setText(f"Tool call: {item.summary}")
-            overview = tool_text(item)
-            self.arguments.setPlainText(self._arguments_text(item))
-            words = _RESULT_WORDS.get(item.status, item.status)
-            self.result.setPlainText(f"{tool_state(item)} ({words})\n\n{item.result_text or ''}")
-            diff = item.diff
-            if diff is not None:
-                self.changes.setPlainText(diff.text)
-                tint_diff(self.changes.document())
-            self._show_mcp(item)
-            step = self._timeline.step(item.step_id) if self._timeline is not None else None
-        elif isinstance(item, AssistantItem):
+            return self._show_tool(item)
+        if isinstance(item, AssistantItem):
             self.title.setText(f"Step: {item.step.model} — {item.step.stop_reason or item.step.status}")
-            step = item.step
             calls = "\n".join(f"- `{call.name}` {call.call_id}" for call in item.calls)
-            overview = (item.text or "*(no text)*") + (f"\n\n**Tool calls**\n\n{calls}" if calls else "")
-            markdown = True
-        elif isinstance(item, CompactionItem):
+            text = (item.text or "*(no text)*") + (f"\n\n**Tool calls**\n\n{calls}" if calls else "")
+            return _Overview(text, item.step, markdown=True)
+        if isinstance(item, CompactionItem):
             self.title.setText("Compaction")
-            step = item.step
-            overview = f"{item.compacted} messages summarized, {item.retained} kept verbatim.\n\n{item.summary}"
-            markdown = True
-        elif isinstance(item, NoticeItem):
+            text = f"{item.compacted} messages summarized, {item.retained} kept verbatim.\n\n{item.summary}"
+            return _Overview(text, item.step, markdown=True)
+        if isinstance(item, NoticeItem):
             self.title.setText(f"Operation {item.kind}")
-            step = item.step
-            overview = f"{item.text}\ncode: {item.code or '—'}\noperation: {item.operation_id}"
-        elif isinstance(item, UserItem):
+            return _Overview(f"{item.text}\ncode: {item.code or '—'}\noperation: {item.operation_id}", item.step)
+        if isinstance(item, UserItem):
             self.title.setText("User message")
-            overview = item.text
-        else:
-            self.title.setText("Streaming…")
-            overview = "The answer is still streaming; select it again once it is complete."
-        if markdown:
-            self.overview.setMarkdown(overview)
-        else:
-            self.overview.setPlainText(overview)
-        self._step = step
-        self.step.setPlainText(self._step_text(step) if step is not None else "No model step.")
-        is_tool = isinstance(item, ToolItem)
+            return _Overview(item.text)
+        self.title.setText("Streaming…")
+        return _Overview("The answer is still streaming; select it again once it is complete.")
+
+    def _show_tool(self, item: ToolItem) -> _Overview:
+        """Fill a tool call's Arguments, Result, Changes and MCP tabs; its overview and the step that made it."""
+        self.title.setText(f"Tool call: {item.summary}")
+        self.arguments.setPlainText(self._arguments_text(item))
+        words = _RESULT_WORDS.get(item.status, item.status)
+        self.result.setPlainText(f"{tool_state(item)} ({words})\n\n{item.result_text or ''}")
+        diff = item.diff
+        if diff is not None:
+            self.changes.setPlainText(diff.text)
+            tint_diff(self.changes.document())
+        self._show_mcp(item)
+        step = self._timeline.step(item.step_id) if self._timeline is not None else None
+        return _Overview(tool_text(item), step)
+
+    def _show_tabs(self, is_tool: bool, step: StepInfo | None) -> None:
+        """Show the tabs that have something to say for the item (the first one if the current tab is hidden)."""
         for label, shown in (
             ("Arguments", is_tool),
             ("Result", is_tool),
@@ -506,11 +532,6 @@ class InspectorPane(QWidget):
             self.tabs.setTabVisible(self.tabs.indexOf(self._pages[label]), shown)
         if not self.tabs.isTabVisible(self.tabs.currentIndex()):
             self.tabs.setCurrentIndex(0)
-        self._raw_attempt = step.attempt_id if step is not None else None
-        self._raw_loaded_for = None
-        self._captures = []
-        self.curl.setEnabled(False)
-        self._tab_changed(self.tabs.currentIndex())
 
     def set_exchange_loader(self, load_exchange: ExchangeLoader | None) -> None:
         """Look up MCP calls' raw exchanges with ``load_exchange`` from now on."""
