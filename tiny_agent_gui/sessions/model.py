@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from PySide6.QtCore import QAbstractListModel, QByteArray, QModelIndex, QObject, QPersistentModelIndex, Qt
 
@@ -326,38 +326,33 @@ class SessionListModel(QAbstractListModel):
             names[int(role)] = QByteArray(name)
         return names
 
+    _ROLE_VALUES: ClassVar[dict[int, Callable[[SessionListModel, int, SessionSummary], Any]]] = {
+        Qt.ItemDataRole.DisplayRole: lambda model, row, summary: model._title(summary),
+        SessionRole: lambda model, row, summary: summary,
+        StatusRole: lambda model, row, summary: model.status(summary),
+        ModelNameRole: lambda model, row, summary: short_model_tag(summary.model),
+        CostTextRole: lambda model, row, summary: cost_text(
+            summary.cost, summary.cost_unknown_requests, unknown=UNKNOWN_COST
+        ),
+        ShortCostRole: lambda model, row, summary: short_cost_text(summary.cost, summary.cost_unknown_requests),
+        RelativeTimeRole: lambda model, row, summary: relative_time(summary.created_at, model._clock()),
+        WorkspaceRole: lambda model, row, summary: summary.workspace.name or str(summary.workspace),
+        GroupRole: lambda model, row, summary: model._groups[row],
+        GroupStartRole: lambda model, row, summary: model.starts_group(row),
+        OriginRole: lambda model, row, summary: model._origin_text(summary),
+        Qt.ItemDataRole.ToolTipRole: lambda model, row, summary: model._tooltip(summary),
+        Qt.ItemDataRole.AccessibleTextRole: lambda model, row, summary: model._spoken(summary),
+    }
+    """What :meth:`data` gives for each role it answers, from the model, the row and the row's summary."""
+
     def data(self, index: ModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         """Display strings and the summary of a row; ``None`` for other roles."""
         if not index.isValid() or index.row() >= len(self._rows):
             return None
-        summary = self._rows[index.row()]
-        if role == Qt.ItemDataRole.DisplayRole:
-            return self._title(summary)
-        if role == self.SessionRole:
-            return summary
-        if role == self.StatusRole:
-            return self.status(summary)
-        if role == self.ModelNameRole:
-            return short_model_tag(summary.model)
-        if role == self.CostTextRole:
-            return cost_text(summary.cost, summary.cost_unknown_requests, unknown=UNKNOWN_COST)
-        if role == self.ShortCostRole:
-            return short_cost_text(summary.cost, summary.cost_unknown_requests)
-        if role == self.RelativeTimeRole:
-            return relative_time(summary.created_at, self._clock())
-        if role == self.WorkspaceRole:
-            return summary.workspace.name or str(summary.workspace)
-        if role == self.GroupRole:
-            return self._groups[index.row()]
-        if role == self.GroupStartRole:
-            return self.starts_group(index.row())
-        if role == self.OriginRole:
-            return self._origin_text(summary)
-        if role == Qt.ItemDataRole.ToolTipRole:
-            return self._tooltip(summary)
-        if role == Qt.ItemDataRole.AccessibleTextRole:
-            return self._spoken(summary)
-        return None
+        value = self._ROLE_VALUES.get(role)
+        if value is None:
+            return None
+        return value(self, index.row(), self._rows[index.row()])
 
     def _title(self, summary: SessionSummary) -> str:
         """The title shown: a re-run whose title is its origin's (the same first message) says what it re-ran."""
