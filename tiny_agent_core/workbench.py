@@ -10,7 +10,8 @@ A library user needs nothing else::
             result = await agent.run("Say hello")
         summary = bench.index(session)          # title, usage and cost, as the session list shows them
 
-The window (``tiny_agent_gui``) and the commands (``tiny-agent run``, compare runs) go through the same rules:
+The window (``tiny_agent_gui``) goes through it, compare runs use its pieces on copies of a workspace, and
+``tiny-agent run`` sums costs the same way. The rules:
 
 * Opening a session another window or a CLI is writing gives a read-only view with the reason, never an error: the
   user can still read it (:func:`open_session`).
@@ -21,8 +22,8 @@ The window (``tiny_agent_gui``) and the commands (``tiny-agent run``, compare ru
   there never fails the run — the session file has everything and ``tiny-agent index rebuild`` catches up.
 * Costs are summed by :class:`~tiny_agent_core.cost_sums.CostSum`: known costs added, unknown ones counted apart.
 
-The module functions are the stateless pieces the workbench composes (compare runs use them on copies of a
-workspace); :class:`Workbench` adds the data folder and its index.
+The module functions are the stateless pieces the workbench composes; :class:`Workbench` adds the data folder
+and its index.
 """
 
 from __future__ import annotations
@@ -43,7 +44,14 @@ from tiny_agent_core.agent.recording import LedgerRecorder
 from tiny_agent_core.cost_sums import CostSum
 from tiny_agent_core.errors import SessionLockedError, TinyAgentError
 from tiny_agent_core.ledger.database import connect, opened
-from tiny_agent_core.ledger.index import SessionSummary, get_session, index_session_file
+from tiny_agent_core.ledger.index import (
+    ScanReport,
+    SessionSummary,
+    get_session,
+    index_session_file,
+    list_sessions,
+    scan_workspace,
+)
 from tiny_agent_core.ledger.requests import session_requests
 from tiny_agent_core.paths import DATABASE_NAME, data_dir
 from tiny_agent_core.pricing import Overrides
@@ -62,7 +70,7 @@ _log = logging.getLogger(__name__)
 
 @dataclass
 class OpenedSession:
-    """A session open in the window."""
+    """An open session: its store, and why it is read-only when it is."""
 
     store: SessionStore
     read_only_reason: str | None = None
@@ -299,6 +307,18 @@ class Workbench:
         path = session.store.path if isinstance(session, OpenedSession) else Path(session)
         with opened(self._database) as conn:
             return index_session_file(conn, path)
+
+    def index_workspace(self, workspace: str | os.PathLike[str]) -> ScanReport:
+        """Bring the index up to date with ``workspace``'s session files (new, changed and removed ones; corrupt
+        files are listed in the report, not raised) and remember the folder; an empty report without an index."""
+        ledger = self.ledger
+        return ScanReport() if ledger is None else scan_workspace(ledger, Path(workspace))
+
+    def sessions(self, workspace: str | os.PathLike[str] | None = None) -> list[SessionSummary]:
+        """The indexed sessions of ``workspace`` (default: every workspace), newest first, as the session list shows
+        them; none without an index. Index a folder first (:meth:`index_workspace`) to list what is on disk."""
+        ledger = self.ledger
+        return [] if ledger is None else list_sessions(ledger, Path(workspace) if workspace is not None else None)
 
     async def refresh_index(self, session: OpenedSession | str | os.PathLike[str]) -> SessionSummary | None:
         """:meth:`index` in a worker thread, as after every run: a session must not freeze its caller while its file

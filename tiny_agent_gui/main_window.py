@@ -38,7 +38,7 @@ from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, RunResult
 from tiny_agent_core.cost_sums import step_costs
 from tiny_agent_core.errors import SecretStoreError, SettingsError, TinyAgentError
 from tiny_agent_core.fork import fork_before
-from tiny_agent_core.ledger import IndexConnection, raw_captures, scan_workspace
+from tiny_agent_core.ledger import IndexConnection, raw_captures
 from tiny_agent_core.ledger.index import SessionSummary
 from tiny_agent_core.local_servers import LocalServer, detect_local_servers
 from tiny_agent_core.mcp.app_servers import AppServers
@@ -479,7 +479,7 @@ class MainWindow(QMainWindow):
         """Remember ``folder`` as a workspace, index its sessions, and show them."""
         self.services.settings.add_workspace(folder)
         self._save_settings()
-        report = scan_workspace(self.services.ledger, folder)
+        report = self.controller.workbench.index_workspace(folder)
         if report.corrupt:
             names = ", ".join(f"{Path(item.path).name} ({item.code} line {item.line})" for item in report.corrupt)
             self.show_banner(f"Some session files are corrupt and were skipped: {names}")
@@ -505,7 +505,7 @@ class MainWindow(QMainWindow):
         for folder in self.services.settings.workspaces:
             path = Path(folder)
             if path.is_dir():
-                scan_workspace(self.services.ledger, path)
+                self.controller.workbench.index_workspace(path)
         self.catalog.invalidate()
         self.controller.mcp_changed()
         self._ask_context_window()

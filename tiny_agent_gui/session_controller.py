@@ -189,6 +189,11 @@ class SessionController(QObject):
             self.bridge.tool_started.connect(lambda event: mcp.exchanges.started(event.call_id, event.name))
 
     @property
+    def workbench(self) -> Workbench:
+        """The core's front door this controller goes through (over the window's index connection, or none)."""
+        return self._workbench
+
+    @property
     def session(self) -> OpenedSession | None:
         """The open session, if any."""
         return self._session

@@ -117,6 +117,26 @@ async def test_without_an_approver_a_call_that_needs_approval_is_denied(tmp_path
     assert "nobody can be asked" in server.requests[1].json()["messages"][-1]["content"]
 
 
+def test_a_workspace_is_indexed_and_listed_through_the_workbench(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    profile = custom_profile("http://127.0.0.1:9/v1")
+    first = create_session(workspace, profile, "m")
+    second = create_session(workspace, profile, "m")
+    for session in (first, second):
+        session.close()
+    (second.store.path.parent / "broken_x.jsonl").write_text("not a session\n")
+    with Workbench(tmp_path / "data") as bench:
+        assert bench.sessions() == []
+        report = bench.index_workspace(workspace)
+        assert report.indexed == 2
+        assert [Path(item.path).name for item in report.corrupt] == ["broken_x.jsonl"]
+        listed = bench.sessions(workspace)
+        assert {summary.id for summary in listed} == {first.store.session_id, second.store.session_id}
+        assert bench.sessions(tmp_path / "elsewhere") == []
+        assert bench.index_workspace(workspace).unchanged == 2
+
+
 def test_a_workbench_over_no_index_builds_sessions_but_indexes_nothing(tmp_path: Path) -> None:
     bench = Workbench.over(None)
     assert bench.database is None
@@ -125,6 +145,8 @@ def test_a_workbench_over_no_index_builds_sessions_but_indexes_nothing(tmp_path:
     assert bench.index(session) is None
     assert bench.summary(session) is None
     assert bench.cost(session) == CostSum()
+    assert bench.index_workspace(tmp_path).indexed == 0
+    assert bench.sessions() == []
     session.close()
 
 
