@@ -314,11 +314,16 @@ class Workbench:
         ledger = self.ledger
         return ScanReport() if ledger is None else scan_workspace(ledger, Path(workspace))
 
-    def sessions(self, workspace: str | os.PathLike[str] | None = None) -> list[SessionSummary]:
-        """The indexed sessions of ``workspace`` (default: every workspace), newest first, as the session list shows
-        them; none without an index. Index a folder first (:meth:`index_workspace`) to list what is on disk."""
+    def sessions(
+        self, workspace: str | os.PathLike[str] | None = None, *, limit: int | None = None
+    ) -> list[SessionSummary]:
+        """The indexed sessions of ``workspace`` (default: every workspace), newest first, at most ``limit``, as the
+        session list shows them; none without an index. Index a folder first (:meth:`index_workspace`) to list what
+        is on disk."""
         ledger = self.ledger
-        return [] if ledger is None else list_sessions(ledger, Path(workspace) if workspace is not None else None)
+        if ledger is None:
+            return []
+        return list_sessions(ledger, Path(workspace) if workspace is not None else None, limit=limit)
 
     async def refresh_index(self, session: OpenedSession | str | os.PathLike[str]) -> SessionSummary | None:
         """:meth:`index` in a worker thread, as after every run: a session must not freeze its caller while its file

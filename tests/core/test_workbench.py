@@ -134,6 +134,7 @@ def test_a_workspace_is_indexed_and_listed_through_the_workbench(tmp_path: Path)
         listed = bench.sessions(workspace)
         assert {summary.id for summary in listed} == {first.store.session_id, second.store.session_id}
         assert bench.sessions(tmp_path / "elsewhere") == []
+        assert [summary.id for summary in bench.sessions(limit=1)] == [listed[0].id]
         assert bench.index_workspace(workspace).unchanged == 2
 
 
