@@ -73,26 +73,33 @@ class Journal:
 
 
 class _Unjournaled(Journal):
-    """The same changes, not recorded (for loading a file, where an error abandons the state).
-
-    Each change is the builtin operation itself (``setattr``, ``dict.__setitem__``, …), not a Python method that
-    calls it: loading makes several changes per fact, and this keeps them free of Python frames.
-    """
+    """The same changes, not recorded (for loading a file, where an error abandons the state)."""
 
     __slots__ = ()
 
-    assign = staticmethod(setattr)  # type: ignore[assignment]
-    """``target.name = value``."""
-    put = staticmethod(dict.__setitem__)  # type: ignore[assignment]
-    """``mapping[key] = value``."""
-    remove = staticmethod(dict.__delitem__)  # type: ignore[assignment]
-    """``del mapping[key]``."""
-    add = staticmethod(set.add)  # type: ignore[assignment]
-    """``values.add(item)``."""
-    discard = staticmethod(set.remove)  # type: ignore[assignment]
-    """``values.remove(item)``."""
-    append = staticmethod(list.append)  # type: ignore[assignment]
-    """``values.append(item)``."""
+    def assign(self, target: Any, name: str, value: Any) -> None:
+        """``target.name = value``."""
+        setattr(target, name, value)
+
+    def put(self, mapping: dict[Any, Any], key: Any, value: Any) -> None:
+        """``mapping[key] = value``."""
+        mapping[key] = value
+
+    def remove(self, mapping: dict[Any, Any], key: Any) -> None:
+        """``del mapping[key]``."""
+        del mapping[key]
+
+    def add(self, values: set[Any], item: Any) -> None:
+        """``values.add(item)``."""
+        values.add(item)
+
+    def discard(self, values: set[Any], item: Any) -> None:
+        """``values.remove(item)``."""
+        values.remove(item)
+
+    def append(self, values: list[Any], item: Any) -> None:
+        """``values.append(item)``."""
+        values.append(item)
 
     def rollback(self) -> None:
         """Nothing was recorded: a state loaded without a journal cannot be rolled back."""
