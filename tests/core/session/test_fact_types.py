@@ -160,7 +160,7 @@ def test_read_header_gives_the_reducers_verdict_on_a_bad_file(case: dict[str, An
     assert _verdict(read_header, data) in (None, verdict)
 
 
-def test_a_compaction_source_longer_than_one_encoder_batch_is_digested_like_the_writer() -> None:
+def test_a_long_compaction_source_is_digested_like_the_writer() -> None:
     data = generate_session(12_000, compact_every=400)  # the compaction's source holds ~3,600 messages
     compactions = [fact for fact in _heard(data) if isinstance(fact, CompactionStarted)]
     assert len(compactions) == 1

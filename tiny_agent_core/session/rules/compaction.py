@@ -80,22 +80,10 @@ def apply_compaction_started(context: FactContext, record: dict[str, Any]) -> Co
     )
 
 
-_SOURCE_BATCH = 2048
-"""Source items encoded per call of the JSON encoder (bounds the size of one encoded batch)."""
-
-
-def _hash_source(hasher: Any, index: SessionIndex, first: int, stop: int) -> None:
-    """Feed ``hasher`` the canonical JSON of source items ``first..stop-1``, each preceded by a comma but the very
-    first: ``{"message":…,"sourceEntryId":…}`` with sorted keys. Items are encoded a batch at a time, as one list
-    (one call of the C encoder, whose text for each item is that item's canonical JSON)."""
-    message_ids, entries = index.message_ids, index.entries
-    for start in range(first, stop, _SOURCE_BATCH):
-        batch = [
-            {"message": entries[entry_id].message, "sourceEntryId": entry_id}
-            for entry_id in message_ids[start : min(stop, start + _SOURCE_BATCH)]
-        ]
-        text = fast_canonical_json(batch, checked=True)  # "[item,item,…]"
-        hasher.update((text[1:-1] if start == 0 else "," + text[1:-1]).encode("utf-8"))
+def _source_item(index: SessionIndex, position: int) -> str:
+    entry_id = index.message_ids[position]
+    message = index.entries[entry_id].message
+    return '{"message":' + fast_canonical_json(message, checked=True) + ',"sourceEntryId":"' + entry_id + '"}'
 
 
 def _source_digest(context: FactContext, through: int) -> str:
@@ -107,13 +95,15 @@ def _source_digest(context: FactContext, through: int) -> str:
     index = context.index
     hasher, count = index.source_digest
     if through + 1 < count:
-        hasher = hashlib.sha256(b"[")
-        _hash_source(hasher, index, 0, through + 1)
+        hasher, count = hashlib.sha256(b"["), 0
+        for position in range(through + 1):
+            hasher.update((("," if position else "") + _source_item(index, position)).encode("utf-8"))
         hasher.update(b"]")
         return "sha256:" + hasher.hexdigest()
     if count < through + 1:
         hasher = hasher.copy()
-        _hash_source(hasher, index, count, through + 1)
+        for position in range(count, through + 1):
+            hasher.update((("," if position else "") + _source_item(index, position)).encode("utf-8"))
         context.journal.assign(index, "source_digest", (hasher, through + 1))
     final = hasher.copy()
     final.update(b"]")
