@@ -31,7 +31,7 @@ lint: test-venv
 	$(BIN)/ruff format --check tiny_agent_core tiny_agent_gui tests benchmarks packaging
 
 typecheck: test-venv
-	$(BIN)/mypy tiny_agent_core
+	$(BIN)/mypy tiny_agent_core tiny_agent_gui
 
 contracts: test-venv
 	$(BIN)/lint-imports

@@ -13,14 +13,10 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
+from pygments.lexers import get_lexer_by_name, guess_lexer
+from pygments.styles import get_style_by_name
+from pygments.util import ClassNotFound
 from PySide6.QtGui import QColor, QFont, QTextBlockFormat, QTextCharFormat, QTextCursor, QTextDocument, QTextFormat
-
-try:  # optional: code stays monospace without colours when Pygments is absent
-    from pygments.lexers import get_lexer_by_name, guess_lexer
-    from pygments.styles import get_style_by_name
-    from pygments.util import ClassNotFound
-except ImportError:  # pragma: no cover - depends on the environment
-    get_lexer_by_name = None
 
 _FORMATS: dict[tuple[bool, Any], QTextCharFormat | None] = {}
 
@@ -67,8 +63,6 @@ def code_runs(document: QTextDocument) -> list[tuple[int, str, str]]:
 
 def highlight_code(document: QTextDocument, dark: bool) -> int:
     """Colour the fenced code blocks of a Markdown document in place; returns how many were highlighted."""
-    if get_lexer_by_name is None:  # pragma: no cover - depends on the environment
-        return 0
     count = 0
     cursor = QTextCursor(document)
     for start, language, text in code_runs(document):

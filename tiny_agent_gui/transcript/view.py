@@ -27,9 +27,9 @@ from collections import OrderedDict
 from pathlib import Path
 
 from PySide6.QtCore import (
+    QAbstractItemModel,
     QEvent,
     QModelIndex,
-    QObject,
     QPersistentModelIndex,
     QPoint,
     QRect,
@@ -573,7 +573,7 @@ class TranscriptView(QListView):
         assert isinstance(model, TranscriptModel)
         return model
 
-    def setModel(self, model: QObject | None) -> None:
+    def setModel(self, model: QAbstractItemModel | None) -> None:
         """Show ``model`` (a :class:`TranscriptModel`) and follow its changes."""
         old = self.model()
         if old is not None:
