@@ -36,12 +36,13 @@ typecheck: test-venv
 contracts: test-venv
 	$(BIN)/lint-imports
 
-# The suite runs on PYTEST_WORKERS processes (pytest-xdist; `auto` = one per core). Tests that must share a worker
-# say so with @pytest.mark.xdist_group; `make pytest PYTEST_WORKERS=0` runs everything in this one process.
-PYTEST_WORKERS ?= auto
+# The suite runs on PYTEST_WORKERS processes (pytest-xdist), two per core: many tests wait on subprocesses and real
+# timeouts. `worksteal` evens out tests of very different lengths; no test needs to share a worker (one that ever
+# does gets @pytest.mark.xdist_group and `--dist loadgroup`). `make pytest PYTEST_WORKERS=0` runs in one process.
+PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) * 2 )))
 
 pytest: test-venv
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal
 
 # The static checks run beside the tests; each target's output is printed in one piece when it ends.
 test: test-venv
