@@ -32,9 +32,10 @@ import dataclasses
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -469,37 +470,55 @@ class Timeline:
 
         The facts are the strict reducer's (typed only once it accepted them); they are not checked again.
         """
+        handlers = self._handlers
         for fact in facts:
-            if isinstance(fact, UsageRecorded):
-                if fact.attempt_id is not None:
-                    self._usage(fact.attempt_id, fact.usage)
-            elif isinstance(fact, ToolResultEntry):
-                self._tool_result(fact)
-            elif isinstance(fact, AssistantEntry):
-                self._assistant(fact)
-            elif isinstance(fact, ToolStarted):
-                self._tool_started(fact)
-            elif isinstance(fact, StepAttempt):
-                self._step_attempt(fact)
-            elif isinstance(fact, UserEntry):
-                self._user_texts[fact.id] = fact.content
-                self._append([UserItem(fact.id, fact.content, fact.timestamp)])
-            elif isinstance(fact, StepFailed):
-                error = StepError(fact.code, fact.message)
-                self._update_step(fact.attempt_id, status="failed", error=error, finished_at=fact.timestamp)
-            elif isinstance(fact, RunStarted):
-                operation = _Operation("run")
-                operation.input_text = self._user_texts.get(fact.input_entry_id)
-                self._operations[fact.operation_id] = operation
-            elif isinstance(fact, CompactionStarted):
-                operation = _Operation("compaction")
-                operation.compacted = len(fact.compacted_entry_ids)
-                operation.retained = len(fact.retained_entry_ids)
-                self._operations[fact.operation_id] = operation
-            elif isinstance(fact, CompactionEntry):
-                self._compaction(fact)
-            elif isinstance(fact, OperationFinished) and fact.outcome != "completed":
-                self._operation_notice(fact)
+            handler = handlers.get(type(fact))
+            if handler is not None:
+                handler(fact)
+
+    @cached_property
+    def _handlers(self) -> dict[type, Callable[[Any], None]]:
+        """The method that applies each kind of fact (facts of other kinds do not show)."""
+        return {
+            UsageRecorded: self._usage_recorded,
+            ToolResultEntry: self._tool_result,
+            AssistantEntry: self._assistant,
+            ToolStarted: self._tool_started,
+            StepAttempt: self._step_attempt,
+            UserEntry: self._user,
+            StepFailed: self._step_failed,
+            RunStarted: self._run_started,
+            CompactionStarted: self._compaction_started,
+            CompactionEntry: self._compaction,
+            OperationFinished: self._operation_finished,
+        }
+
+    def _usage_recorded(self, fact: UsageRecorded) -> None:
+        if fact.attempt_id is not None:
+            self._usage(fact.attempt_id, fact.usage)
+
+    def _user(self, fact: UserEntry) -> None:
+        self._user_texts[fact.id] = fact.content
+        self._append([UserItem(fact.id, fact.content, fact.timestamp)])
+
+    def _step_failed(self, fact: StepFailed) -> None:
+        error = StepError(fact.code, fact.message)
+        self._update_step(fact.attempt_id, status="failed", error=error, finished_at=fact.timestamp)
+
+    def _run_started(self, fact: RunStarted) -> None:
+        operation = _Operation("run")
+        operation.input_text = self._user_texts.get(fact.input_entry_id)
+        self._operations[fact.operation_id] = operation
+
+    def _compaction_started(self, fact: CompactionStarted) -> None:
+        operation = _Operation("compaction")
+        operation.compacted = len(fact.compacted_entry_ids)
+        operation.retained = len(fact.retained_entry_ids)
+        self._operations[fact.operation_id] = operation
+
+    def _operation_finished(self, fact: OperationFinished) -> None:
+        if fact.outcome != "completed":
+            self._operation_notice(fact)
 
     def _assistant(self, entry: AssistantEntry) -> None:
         attempt_id, entry_id = entry.attempt_id, entry.id
