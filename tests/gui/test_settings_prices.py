@@ -174,7 +174,7 @@ def test_existing_overrides_are_shown(qtbot: QtBot, config: Path) -> None:
     settings.price_overrides = {
         ("openai", "gpt-4.1"): PriceOverride(Decimal("2"), Decimal("8"), Decimal("0.50"), None),
         ("lmstudio", "*"): PriceOverride(Decimal(0), Decimal(0), Decimal(0), Decimal(0)),
-        ("anthropic", "claude"): PriceOverride(Decimal(3), Decimal(15), None, Decimal("3.75")),
+        ("acme-cloud", "claude"): PriceOverride(Decimal(3), Decimal(15), None, Decimal("3.75")),
     }
     dialog = open_dialog(qtbot, settings, config)
     page = dialog.prices
@@ -182,10 +182,10 @@ def test_existing_overrides_are_shown(qtbot: QtBot, config: Path) -> None:
         (row.provider.currentData(), row.model.text(), *(e.text() for e in (row.input, row.output)))
         for row in page.rows()
     ]
-    assert shown == [("anthropic", "claude", "3", "15"), ("lmstudio", "*", "0", "0"), ("openai", "gpt-4.1", "2", "8")]
-    anthropic, lmstudio, openai = page.rows()
-    assert "not a preset" in anthropic.provider.currentText()  # a hand-edited provider id is kept, not replaced
-    assert (anthropic.cache_read.text(), anthropic.cache_write.text()) == ("", "3.75")
+    assert shown == [("acme-cloud", "claude", "3", "15"), ("lmstudio", "*", "0", "0"), ("openai", "gpt-4.1", "2", "8")]
+    hand_edited, lmstudio, openai = page.rows()
+    assert "not a preset" in hand_edited.provider.currentText()  # a hand-edited provider id is kept, not replaced
+    assert (hand_edited.cache_read.text(), hand_edited.cache_write.text()) == ("", "3.75")
     assert (openai.cache_read.text(), openai.cache_write.text()) == ("0.50", "")
     assert lmstudio.cache_write.text() == "0"
     assert page.problem() is None
@@ -193,7 +193,7 @@ def test_existing_overrides_are_shown(qtbot: QtBot, config: Path) -> None:
     assert PRICE_TABLE_VERSION in page.version_label.text()
     assert PRICE_TABLE_VERSION.startswith("genai-prices ")
     assert dialog.save()
-    assert settings.price_overrides[("anthropic", "claude")].cache_write == Decimal("3.75")
+    assert settings.price_overrides[("acme-cloud", "claude")].cache_write == Decimal("3.75")
     assert len(settings.price_overrides) == 3
 
 
