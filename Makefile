@@ -41,8 +41,10 @@ contracts: test-venv
 # does gets @pytest.mark.xdist_group and `--dist loadgroup`). `make pytest PYTEST_WORKERS=0` runs in one process.
 PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) * 2 )))
 
+# Bytecode caching stays on even where the environment turns it off (PYTHONDONTWRITEBYTECODE): the suite starts
+# over a hundred Python processes (the CLI, MCP servers), each of which would compile the project again.
 pytest: test-venv
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal
 
 # The static checks run beside the tests; each target's output is printed in one piece when it ends.
 test: test-venv
