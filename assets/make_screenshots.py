@@ -6,7 +6,8 @@ Writes ``assets/screenshot-main.png`` (a tool-heavy run: outcome cards with the 
 waterfall in the inspector), ``assets/screenshot-inspector.png`` (the failed ``bash`` call inspected),
 ``assets/screenshot-dark.png`` (the same window at 1024×640 in a dark palette), ``assets/screenshot-costs.png``
 (the cost view), ``assets/screenshot-approval.png`` (an edit waiting for approval),
-``assets/screenshot-settings.png``, ``assets/screenshot-welcome.png`` (first run) and
+``assets/screenshot-settings.png``, ``assets/screenshot-mcp.png`` (Settings › MCP),
+``assets/screenshot-welcome.png`` (first run) and
 ``assets/screenshot-compare.png`` (a finished 3-model compare at 1024×640 in the dark palette, the first run's diff
 shown). ``compare`` renders only that one.
 """
@@ -120,6 +121,8 @@ async def _demo(app: QApplication) -> None:
         os.environ["TINY_AGENT_DATA_DIR"] = str(base / "data")
         workspace = base / "demo-project"
         workspace.mkdir()
+        catalog = base / "mcp-servers.json"
+        catalog.write_text(json.dumps(_MCP_CATALOG), encoding="utf-8")
         (workspace / "greet.py").write_text('def greet(name):\n    return "Hello " + name\n')
         (workspace / "test_greet.py").write_text(
             "import unittest\n\nfrom greet import greet\n\n\nclass GreetTest(unittest.TestCase):\n"
@@ -232,13 +235,23 @@ async def _demo(app: QApplication) -> None:
 
         settings.update_profile(replace(settings.profiles[0], base_url=None))  # show the preset's real URL
         dialog = SettingsDialog(
-            settings, ToolSettings.in_memory(), KeyStore(environ={}), ProviderCalls.over_http(http), window
+            settings,
+            ToolSettings.in_memory(),
+            KeyStore(environ={}),
+            ProviderCalls.over_http(http),
+            window,
+            mcp_catalog=catalog,
         )
         dialog.resize(900, 620)
         dialog.show()
         await asyncio.sleep(0.3)
         app.processEvents()
         dialog.grab().save(str(OUT / "screenshot-settings.png"))
+        assert dialog.mcp is not None
+        dialog.tabs.setCurrentWidget(dialog.mcp)
+        await asyncio.sleep(0.2)
+        app.processEvents()
+        dialog.grab().save(str(OUT / "screenshot-mcp.png"))
         dialog.close()
 
         fresh = MainWindow(replace(services, settings=AppSettings()))
@@ -252,6 +265,15 @@ async def _demo(app: QApplication) -> None:
         ledger.close()
         await http.aclose()
 
+
+_MCP_CATALOG = {
+    "servers": {
+        "files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/srv/docs"]},
+        "issues": {"url": "https://mcp.example.com/mcp", "tokenEnv": "ISSUES_TOKEN", "callTimeoutMs": 30000},
+    },
+    "enabled": ["files"],
+}
+"""The MCP tab's screenshot: a local server (enabled) and a remote one."""
 
 _COMPARED = ("anthropic/claude-sonnet-4.5", "openai/gpt-5", "deepseek/deepseek-chat")
 

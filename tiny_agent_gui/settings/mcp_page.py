@@ -305,7 +305,7 @@ class McpPage(QWidget):
         self.import_button.setAccessibleName("Import servers from a Claude Desktop config file")
         self.test_button = QPushButton("&Test")
         self.test_button.setAccessibleName("Test the selected MCP server")
-        self.test_status = QLabel()
+        self.test_status = QLabel("Select a server and press Test to see the tools it offers.")
         self.test_status.setWordWrap(True)
         self.test_status.setAccessibleName("MCP test result")
         self.test_status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
