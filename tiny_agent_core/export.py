@@ -25,7 +25,6 @@ import sqlite3
 import tempfile
 from collections import Counter
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -39,6 +38,7 @@ from tiny_agent_core.session import reduce_session
 from tiny_agent_core.session.store import require_header_line, session_file_name, sessions_directory
 from tiny_agent_core.session_meta import read_meta
 from tiny_agent_core.timeline import AssistantItem, CompactionItem, NoticeItem, StepInfo, Timeline, ToolItem, UserItem
+from tiny_agent_core.timestamps import utc_datetime
 from tiny_agent_core.tool_outcomes import output_excerpt
 from tiny_agent_core.trace import build_trace
 from tiny_agent_core.usage import Usage
@@ -112,7 +112,7 @@ def _step_cost(step: StepInfo) -> str:
 
 
 def _when(timestamp_ms: int) -> str:
-    return datetime.fromtimestamp(timestamp_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return utc_datetime(timestamp_ms).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _tool_markdown(item: ToolItem) -> list[str]:
@@ -251,7 +251,7 @@ def import_session(source: Path, workspace: Path, conn: sqlite3.Connection | Non
     header = state.header
     folder = sessions_directory(workspace)
     folder.mkdir(parents=True, exist_ok=True)
-    name = session_file_name(datetime.fromtimestamp(header.created_at / 1000, UTC), header.id)
+    name = session_file_name(utc_datetime(header.created_at), header.id)
     if not _id_is_here(folder, header.id, conn):
         target = folder / name
         write_atomically(target, data, overwrite=False)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Coroutine
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +56,7 @@ from tiny_agent_core.paths import comparisons_folder
 from tiny_agent_core.trace import duration_text
 from tiny_agent_core.worktrees import changes_diff
 from tiny_agent_gui.column_model import ColumnModel
+from tiny_agent_gui.cost.formatting import local_time_text
 
 _log = logging.getLogger(__name__)
 
@@ -118,7 +118,7 @@ def _summary(report: RunReport) -> str:
 
 
 def _when(comparison: Comparison) -> str:
-    return datetime.fromtimestamp(comparison.started_at / 1000).strftime("%Y-%m-%d %H:%M")
+    return local_time_text(comparison.started_at)
 
 
 def _saved_text(comparison: Comparison) -> str:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
@@ -49,6 +48,7 @@ from tiny_agent_core.agent.events import StepFinished
 from tiny_agent_core.mcp.exchanges import McpExchange
 from tiny_agent_core.mcp.names import display_name, parse_function_name, shown_name
 from tiny_agent_core.timeline import AssistantItem, CompactionItem, NoticeItem, StepInfo, Timeline, ToolItem, UserItem
+from tiny_agent_core.timestamps import utc_datetime
 from tiny_agent_core.wire_view import CaptureAnswer, capture_answer, capture_text, capture_values, curl_command
 from tiny_agent_gui.json_tree import JsonTree
 from tiny_agent_gui.transcript.model import tool_state
@@ -84,7 +84,7 @@ _RESULT_WORDS = {
 def _time(ms: int | None) -> str:
     if ms is None:
         return UNKNOWN
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
+    return utc_datetime(ms).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
 
 
 def _ms(value: int | None) -> str:

@@ -327,3 +327,16 @@ def test_a_forks_origin_is_indexed(conn: sqlite3.Connection, workspace: Path) ->
     assert [path.name for path in companion_files(store.path)] == companions
     write_meta(store.path, SessionMeta(pinned=True))
     assert {path.name for path in companion_files(store.path)} == {*companions, meta_path(store.path).name}
+
+
+def test_import_of_a_valid_file_whose_creation_time_no_date_can_hold(workspace: Path, tmp_path: Path) -> None:
+    session = SessionFile(tmp_path / "elsewhere", 1, created_at=T0, model="vendor/model-a")
+    lines = session.path.read_bytes().splitlines(keepends=True)
+    header = json.loads(lines[0])
+    header["createdAt"] = 9007199254740991  # the largest count the format allows: year ~285,000
+    source = tmp_path / "far-future.jsonl"
+    source.write_bytes(json.dumps(header, separators=(",", ":")).encode() + b"\n" + b"".join(lines[1:]))
+    reduce_session(source.read_bytes())  # the strict reducer accepts it
+    imported = import_session(source, workspace)
+    assert imported.path.name.endswith(f"_{header['id']}.jsonl")
+    assert imported.path.read_bytes() == source.read_bytes()

@@ -28,7 +28,7 @@ import argparse
 import json
 import sqlite3
 import sys
-from datetime import date, datetime
+from datetime import date
 from typing import Any
 
 from tiny_agent_core.cli.arguments import existing_folder
@@ -44,6 +44,7 @@ from tiny_agent_core.ledger.costs import (
     money_text,
     row_cost_text,
 )
+from tiny_agent_core.timestamps import local_datetime
 
 
 def register(subparsers: Any) -> None:
@@ -78,7 +79,7 @@ def _row_cells(row: CostRow, by: str) -> list[str]:
     if row.key == "":
         first = ["Total", "", ""] if by == "session" else ["Total"]
     elif by == "session":
-        created = "" if row.created_at is None else datetime.fromtimestamp(row.created_at / 1000).strftime("%Y-%m-%d")
+        created = "" if row.created_at is None else local_datetime(row.created_at).strftime("%Y-%m-%d")
         first = [created, row.label or "(untitled session)", ", ".join(row.models)]
     else:
         first = [row.label]

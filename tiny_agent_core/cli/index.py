@@ -31,7 +31,6 @@ import json
 import sqlite3
 import sys
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -49,6 +48,7 @@ from tiny_agent_core.ledger import (
     replace_damaged,
     scan_workspace,
 )
+from tiny_agent_core.timestamps import local_datetime
 
 _T = TypeVar("_T")
 
@@ -128,7 +128,7 @@ def format_table(summaries: list[SessionSummary]) -> str:
     rows = [
         (
             summary.id,
-            datetime.fromtimestamp(summary.created_at / 1000).strftime("%Y-%m-%d %H:%M"),
+            local_datetime(summary.created_at).strftime("%Y-%m-%d %H:%M"),
             summary.model,
             format_state(summary),
             format_usage(summary),

@@ -25,7 +25,7 @@ import json
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from functools import lru_cache
 from pathlib import Path
@@ -34,6 +34,7 @@ from typing import Any, Literal, TextIO
 from tiny_agent_core.ledger.index import resolve_workspace
 from tiny_agent_core.ledger.totals import decimal_from_text
 from tiny_agent_core.pricing import Overrides, price_request
+from tiny_agent_core.timestamps import utc_datetime
 from tiny_agent_core.usage import Usage
 
 GroupBy = Literal["session", "model", "day", "week"]
@@ -525,7 +526,7 @@ def what_if(
             usage=Usage(*tokens[:4]),
             provider_cost=None,
             overrides=overrides,
-            at=datetime.fromtimestamp(tokens[4] / 1000, UTC),
+            at=utc_datetime(tokens[4]),
             local=local,
         )
         if cost.amount is None:
@@ -607,7 +608,7 @@ def write_costs_csv(rows: Iterable[CostRow], file: TextIO) -> None:
             (
                 row.key,
                 row.label,
-                "" if first is None else datetime.fromtimestamp(first / 1000, UTC).isoformat(timespec="milliseconds"),
+                "" if first is None else utc_datetime(first).isoformat(timespec="milliseconds"),
                 ";".join(row.models),
                 row.requests,
                 usage.input,

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -25,6 +24,7 @@ from tiny_agent_core.ledger.totals import decimal_from_text, refresh_request_tot
 from tiny_agent_core.ledger.transactions import transaction
 from tiny_agent_core.pricing import Cost, Overrides, PriceOverride, price_request
 from tiny_agent_core.settings import AppSettings
+from tiny_agent_core.timestamps import utc_datetime
 from tiny_agent_core.usage import Usage
 
 _ROW_SQL = (
@@ -77,7 +77,7 @@ def price_row(
 ) -> tuple[Cost, Decimal | None]:
     """A request's cost and its cache savings: what its cache reads saved against uncached input at the same
     model's rates (0 without cache reads or when the request cost nothing; ``None`` when the rates are unknown)."""
-    at = datetime.fromtimestamp(started_at / 1000, UTC)
+    at = utc_datetime(started_at)
     options: dict[str, Any] = {"provider": provider, "model": model, "overrides": overrides, "at": at, "local": local}
     cost = price_request(usage=usage, provider_cost=provider_cost, http_status=http_status, **options)
     if usage is None:

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime
 from decimal import Decimal
 
 from tiny_agent_core.ledger.costs import money_text as format_money
+from tiny_agent_core.timestamps import local_datetime
 
 __all__ = [
     "NOT_APPLICABLE",
     "UNKNOWN_COST",
     "cost_text",
     "format_money",
-    "local_datetime",
+    "local_time_text",
     "rate_text",
     "relative_time",
     "tokens_text",
@@ -60,9 +60,9 @@ def relative_time(timestamp_ms: int, now_ms: int | None = None) -> str:
         return "yesterday"
     if days < 7:
         return f"{days} days ago"
-    return datetime.fromtimestamp(timestamp_ms / 1000).strftime("%Y-%m-%d")
+    return local_datetime(timestamp_ms).strftime("%Y-%m-%d")
 
 
-def local_datetime(timestamp_ms: int) -> str:
+def local_time_text(timestamp_ms: int) -> str:
     """The local date and time, to the minute."""
-    return datetime.fromtimestamp(timestamp_ms / 1000).strftime("%Y-%m-%d %H:%M")
+    return local_datetime(timestamp_ms).strftime("%Y-%m-%d %H:%M")

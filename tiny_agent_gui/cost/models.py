@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -17,6 +16,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersisten
 from PySide6.QtGui import QFont
 
 from tiny_agent_core.ledger.costs import SOURCES, CostRow, WhatIf, cost_text, row_cost_text
+from tiny_agent_core.timestamps import local_datetime
 from tiny_agent_gui.cost.formatting import NOT_APPLICABLE, format_money, rate_text, tokens_text
 
 ModelIndex = QModelIndex | QPersistentModelIndex
@@ -45,7 +45,7 @@ def _sort_number(value: Decimal | float | int | None) -> tuple[bool, Decimal | f
 
 def _date(row: CostRow) -> str:
     stamp = row.created_at if row.created_at is not None else row.first_at
-    return NOT_APPLICABLE if stamp is None else datetime.fromtimestamp(stamp / 1000).strftime("%Y-%m-%d")
+    return NOT_APPLICABLE if stamp is None else local_datetime(stamp).strftime("%Y-%m-%d")
 
 
 def sources_text(row: CostRow) -> str:

@@ -12,7 +12,6 @@ import enum
 import sqlite3
 import time
 from collections.abc import Callable, Iterable
-from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, ClassVar
@@ -22,7 +21,8 @@ from PySide6.QtCore import QAbstractListModel, QByteArray, QModelIndex, QObject,
 from tiny_agent_core.ledger import SessionSummary, get_session, list_sessions
 from tiny_agent_core.ledger.costs import cost_text
 from tiny_agent_core.model_names import short_model_tag
-from tiny_agent_gui.cost.formatting import UNKNOWN_COST, format_money, local_datetime, relative_time
+from tiny_agent_core.timestamps import local_datetime
+from tiny_agent_gui.cost.formatting import UNKNOWN_COST, format_money, local_time_text, relative_time
 
 ModelIndex = QModelIndex | QPersistentModelIndex
 
@@ -76,8 +76,8 @@ def date_group(created_at: int, now: int) -> str:
     """The date group of a session created at ``created_at`` (ms) seen at ``now`` (ms), by local calendar day:
     :data:`TODAY` (also for a clock that went back), :data:`YESTERDAY`, :data:`PREVIOUS_7_DAYS` (2–7 days ago), else
     the month, e.g. ``November 2026``."""
-    created = datetime.fromtimestamp(created_at / 1000).date()
-    days = (datetime.fromtimestamp(now / 1000).date() - created).days
+    created = local_datetime(created_at).date()
+    days = (local_datetime(now).date() - created).days
     if days <= 0:
         return TODAY
     if days == 1:
@@ -395,7 +395,7 @@ class SessionListModel(QAbstractListModel):
             *([f"R{self._origin_text(summary)[1:]}"] if summary.origin_id is not None else []),
             f"Cost: {exact}",
             f"Requests: {summary.requests}",
-            f"Started: {local_datetime(summary.created_at)}",
+            f"Started: {local_time_text(summary.created_at)}",
         ]
         if status is not SessionStatus.NONE:
             lines.append(f"Status: {status.value}")
