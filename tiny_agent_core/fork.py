@@ -37,6 +37,7 @@ from typing import Any
 from tiny_agent_core.errors import SessionError
 from tiny_agent_core.session import facts
 from tiny_agent_core.session.store import SessionStore
+from tiny_agent_core.small_files import read_small_file
 
 __all__ = [
     "COPIES_SUFFIX",
@@ -110,13 +111,13 @@ def copies_path(session_file: Path) -> Path:
 def read_copies(session_file: Path) -> dict[str, str]:
     """The step attempts of ``session_file`` copied from another session: attempt id → the attempt id it copies.
     Empty when the session copied none (or its sidecar is unreadable, malformed or larger than 16 MB)."""
+    data = read_small_file(copies_path(session_file), _SIDECAR_LIMIT)
+    if data is None:
+        return {}
     try:
-        fd = os.open(copies_path(session_file), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        with os.fdopen(fd, "rb") as handle:
-            data = handle.read(_SIDECAR_LIMIT + 1)
-        value = json.loads(data) if len(data) <= _SIDECAR_LIMIT else None
+        value = json.loads(data)
         copied = value["copiedAttempts"] if isinstance(value, dict) and value.get("version") == 1 else {}
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         return {}
     if not isinstance(copied, dict):
         return {}
@@ -125,15 +126,18 @@ def read_copies(session_file: Path) -> dict[str, str]:
 
 def read_origin(session_file: Path) -> ForkOrigin | None:
     """The origin of a forked session, or ``None`` when it is not a fork (or its sidecar is unreadable)."""
+    data = read_small_file(origin_path(session_file), _SIDECAR_LIMIT)
+    if data is None:
+        return None
     try:
-        value = json.loads(origin_path(session_file).read_text(encoding="utf-8"))
+        value = json.loads(data)
         return ForkOrigin(
             str(value["originSessionId"]),
             str(value["originFile"]),
             str(value["beforeEntryId"]),
             int(value["copiedTransactions"]),
         )
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         return None
 
 

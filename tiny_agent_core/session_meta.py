@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tiny_agent_core.atomic_files import write_atomically
+from tiny_agent_core.small_files import read_small_file
 
 __all__ = [
     "META_MAX_BYTES",
@@ -69,18 +70,17 @@ def meta_path(session_file: Path) -> Path:
 
 def read_meta(session_file: Path) -> SessionMeta:
     """The metadata of ``session_file`` (no sidecar, or an unusable one: no metadata)."""
+    data = read_small_file(meta_path(session_file), META_MAX_BYTES)
+    if data is None:
+        return SessionMeta()
     try:
-        with open(meta_path(session_file), "rb") as handle:
-            data = handle.read(META_MAX_BYTES + 1)
-        if len(data) > META_MAX_BYTES:
-            return SessionMeta()
         value = json.loads(data)
         title = value.get("title")
         pinned = value.get("pinned", False)
         if value.get("version") != 1 or not isinstance(title, str | None) or not isinstance(pinned, bool):
             return SessionMeta()
         return SessionMeta(clean_title(title), pinned)
-    except (OSError, ValueError, AttributeError):
+    except (ValueError, AttributeError):
         return SessionMeta()
 
 

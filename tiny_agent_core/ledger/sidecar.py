@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
+from tiny_agent_core.small_files import read_small_file
+
 SUFFIX = ".costs"
 """Extension of a cost side file."""
 
@@ -32,6 +34,10 @@ class LiveCost:
     """The provider's own figure, if it sent one."""
     local: bool = False
     """The request went to a server on this machine or the local network."""
+
+
+MAX_SIDECAR_BYTES = 64 * 1024 * 1024
+"""A cost side file larger than this (≈400,000 requests' lines) is not read: its costs are recomputed instead."""
 
 
 def sidecar_path(session_path: Path) -> Path:
@@ -60,10 +66,10 @@ def append(session_path: Path, attempt_id: str, *, provider_cost: Decimal | None
 
 def read(session_path: Path) -> dict[str, LiveCost]:
     """The side file's knowledge by attempt id (empty when there is no side file or it cannot be read)."""
-    try:
-        text = sidecar_path(session_path).read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    data = read_small_file(sidecar_path(session_path), MAX_SIDECAR_BYTES)
+    if data is None:
         return {}
+    text = data.decode("utf-8", errors="replace")
     found: dict[str, LiveCost] = {}
     for line in text.splitlines():
         try:
