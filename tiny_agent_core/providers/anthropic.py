@@ -113,11 +113,12 @@ from tiny_agent_core.providers.results import (
     new_tool_call_id,
     parse_json,
     too_many_calls,
+    usage_count,
     utf8_size,
 )
 from tiny_agent_core.seam import normalize_assistant_message
 from tiny_agent_core.stop_reasons import stop_reason
-from tiny_agent_core.usage import MAX_SAFE_INTEGER, Usage
+from tiny_agent_core.usage import Usage
 
 if TYPE_CHECKING:
     from tiny_agent_core.providers.profiles import ProviderProfile
@@ -305,15 +306,6 @@ def build_body(
 # --- response ------------------------------------------------------------------------------------------------
 
 
-def _count(owner: Mapping[str, Any], key: str) -> int | None:
-    value = owner.get(key)
-    if value is None:
-        return None
-    if type(value) is not int or not 0 <= value <= MAX_SAFE_INTEGER:
-        raise MalformedResponseError(f"Provider usage field {key} is not a non-negative integer: {value!r}.")
-    return value
-
-
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 
 
@@ -322,7 +314,7 @@ def _usage_counts(usage: Any) -> dict[str, int]:
         return {}
     if not isinstance(usage, dict):
         raise MalformedResponseError("Provider usage is not an object.")
-    counts = {key: _count(usage, key) for key in _USAGE_KEYS}
+    counts = {key: usage_count(usage, key) for key in _USAGE_KEYS}
     return {key: value for key, value in counts.items() if value is not None}
 
 

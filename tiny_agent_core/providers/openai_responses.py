@@ -98,6 +98,7 @@ from tiny_agent_core.providers.results import (
     new_tool_call_id,
     parse_json,
     too_many_calls,
+    usage_count,
     utf8_size,
 )
 from tiny_agent_core.seam import normalize_assistant_message
@@ -232,15 +233,6 @@ def build_request_body(
 # --- usage ----------------------------------------------------------------------------------------------------
 
 
-def _count(owner: Mapping[str, Any], key: str, where: str) -> int | None:
-    value = owner.get(key)
-    if value is None:
-        return None
-    if type(value) is not int or not 0 <= value <= MAX_SAFE_INTEGER:
-        raise MalformedResponseError(f"Provider usage field {where}{key} is not a non-negative integer: {value!r}.")
-    return value
-
-
 def _details(usage: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     details = usage.get(key)
     if details is None:
@@ -257,14 +249,14 @@ def usage_from_wire(usage: Any, notes: Notes | None = None) -> Usage | None:
         return None
     if not isinstance(usage, dict):
         raise MalformedResponseError("Provider usage is not an object.")
-    input_tokens = _count(usage, "input_tokens", "")
-    output_tokens = _count(usage, "output_tokens", "")
+    input_tokens = usage_count(usage, "input_tokens", "")
+    output_tokens = usage_count(usage, "output_tokens", "")
     if input_tokens is None and output_tokens is None:
         return None
     details = _details(usage, "input_tokens_details")
-    cache_read = _count(details, "cached_tokens", "input_tokens_details.") or 0
-    cache_write = _count(details, "cache_write_tokens", "input_tokens_details.") or 0
-    _count(_details(usage, "output_tokens_details"), "reasoning_tokens", "output_tokens_details.")
+    cache_read = usage_count(details, "cached_tokens", "input_tokens_details.") or 0
+    cache_write = usage_count(details, "cache_write_tokens", "input_tokens_details.") or 0
+    usage_count(_details(usage, "output_tokens_details"), "reasoning_tokens", "output_tokens_details.")
     uncached = (input_tokens or 0) - cache_read - cache_write
     if uncached < 0 and notes is not None:
         notes.repair("usage_input_clamped")

@@ -8,22 +8,12 @@ never coerced.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from tiny_agent_core.errors import MalformedResponseError
-from tiny_agent_core.providers.results import Notes
-from tiny_agent_core.usage import MAX_SAFE_INTEGER, Usage
-
-
-def _count(owner: Mapping[str, Any], key: str, where: str) -> int | None:
-    value = owner.get(key)
-    if value is None:
-        return None
-    if type(value) is not int or not 0 <= value <= MAX_SAFE_INTEGER:
-        raise MalformedResponseError(f"Provider usage field {where}{key} is not a non-negative integer: {value!r}.")
-    return value
+from tiny_agent_core.providers.results import Notes, usage_count
+from tiny_agent_core.usage import Usage
 
 
 def usage_from_wire(usage: Any, notes: Notes | None = None) -> Usage | None:
@@ -39,8 +29,8 @@ def usage_from_wire(usage: Any, notes: Notes | None = None) -> Usage | None:
         return None
     if not isinstance(usage, dict):
         raise MalformedResponseError("Provider usage is not an object.")
-    prompt = _count(usage, "prompt_tokens", "")
-    completion = _count(usage, "completion_tokens", "")
+    prompt = usage_count(usage, "prompt_tokens", "")
+    completion = usage_count(usage, "completion_tokens", "")
     if prompt is None and completion is None:
         return None
     details = usage.get("prompt_tokens_details")
@@ -48,14 +38,14 @@ def usage_from_wire(usage: Any, notes: Notes | None = None) -> Usage | None:
         details = {}
     elif not isinstance(details, dict):
         raise MalformedResponseError("Provider usage prompt_tokens_details is not an object.")
-    cache_read = _count(details, "cached_tokens", "prompt_tokens_details.")
+    cache_read = usage_count(details, "cached_tokens", "prompt_tokens_details.")
     if cache_read is None:
-        cache_read = _count(usage, "prompt_cache_hit_tokens", "")
-    cache_write = _count(details, "cache_write_tokens", "prompt_tokens_details.")
+        cache_read = usage_count(usage, "prompt_cache_hit_tokens", "")
+    cache_write = usage_count(details, "cache_write_tokens", "prompt_tokens_details.")
     if cache_write is None:
-        cache_write = _count(details, "cache_creation_input_tokens", "prompt_tokens_details.")
+        cache_write = usage_count(details, "cache_creation_input_tokens", "prompt_tokens_details.")
     if cache_write is None:
-        cache_write = _count(usage, "cache_creation_input_tokens", "")
+        cache_write = usage_count(usage, "cache_creation_input_tokens", "")
     cache_read = cache_read or 0
     cache_write = cache_write or 0
     uncached = (prompt or 0) - cache_read - cache_write

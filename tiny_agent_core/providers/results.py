@@ -32,7 +32,7 @@ from tiny_agent_core.errors import MalformedResponseError, ResponseTooLargeError
 from tiny_agent_core.messages import AssistantMessage
 from tiny_agent_core.providers.transport import describe_size
 from tiny_agent_core.stop_reasons import StopReason
-from tiny_agent_core.usage import Usage
+from tiny_agent_core.usage import MAX_SAFE_INTEGER, Usage
 
 _MIB = 1024 * 1024
 
@@ -292,3 +292,14 @@ def message_too_large(limits: Limits) -> ResponseTooLargeError:
         "refused. Retry; if it keeps happening, lower max_tokens or check the base URL.",
         limit=size,
     )
+
+
+def usage_count(owner: Mapping[str, Any], key: str, where: str = "") -> int | None:
+    """The usage count ``owner[key]`` (``None`` when absent or null); anything but a non-negative safe integer is
+    malformed, never coerced. ``where`` prefixes the field's name in the message (``input_tokens_details.``)."""
+    value = owner.get(key)
+    if value is None:
+        return None
+    if type(value) is not int or not 0 <= value <= MAX_SAFE_INTEGER:
+        raise MalformedResponseError(f"Provider usage field {where}{key} is not a non-negative integer: {value!r}.")
+    return value
