@@ -194,13 +194,13 @@ def mcp_text(item: ToolItem, exchange: McpExchange | None) -> str:
         )
     lines = [
         f"tool: {exchange.display_name}",
-        f"server: {exchange.alias}",
+        f"server: {exchange.call.alias}",
         f"kind: {'Streamable HTTP' if exchange.kind == 'http' else 'stdio (local program)'}",
-        f"started: {_time(exchange.started_at_ms)}",
-        f"duration: {exchange.duration_ms} ms",
+        f"started: {_time(exchange.call.started_at_ms)}",
+        f"duration: {exchange.call.duration_ms} ms",
     ]
-    if exchange.error is not None:
-        lines.append(f"no result: {exchange.error}")
+    if exchange.call.error is not None:
+        lines.append(f"no result: {exchange.call.error}")
     return "\n".join(lines)
 
 
@@ -551,9 +551,9 @@ class InspectorPane(QWidget):
         if exchange is not None:
             request = exchange.request_value()
             response = exchange.response_value()
-            self.mcp_request.set_value(request if request is not None else exchange.request)
-            if response is not None or exchange.response:
-                self.mcp_response.set_value(response if response is not None else exchange.response)
+            self.mcp_request.set_value(request if request is not None else exchange.call.request)
+            if response is not None or exchange.call.response:
+                self.mcp_response.set_value(response if response is not None else exchange.call.response)
 
     def note_step(self, event: StepFinished) -> None:
         """Keep what only the live step says (its outbound repairs and context window) for the Step tab."""

@@ -17,10 +17,10 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from tiny_agent_core.mcp.names import display_name, function_name
+from tiny_agent_core.mcp.names import function_name
 
 if TYPE_CHECKING:
     from tiny_agent_core.mcp.tool import McpCall
@@ -38,33 +38,24 @@ ServerKind = Literal["stdio", "http"]
 
 @dataclass(frozen=True, slots=True)
 class McpExchange:
-    """One call to an MCP server as the inspector shows it."""
+    """One call to an MCP server as the inspector shows it: the settled call (its request, response and error cut
+    to :data:`MAX_EXCHANGE_BYTES` and masked) and how the server was reached."""
 
-    alias: str
+    call: McpCall
     kind: ServerKind
-    tool: str
-    """The tool's name on its server."""
-    started_at_ms: int
-    duration_ms: int
-    request: str
-    """The ``tools/call`` params as JSON, cut and masked."""
-    response: str
-    """The result as the server sent it, as JSON, cut and masked; empty when there is none (see :attr:`error`)."""
-    error: str | None = None
-    """Why there is no result (timed out, the server is gone, it refused)."""
 
     @property
     def display_name(self) -> str:
         """``mcp:<alias>/<tool>``."""
-        return display_name(self.alias, self.tool)
+        return self.call.display_name
 
     def request_value(self) -> Any:
         """The request as a JSON value, or ``None`` when it was cut (then only :attr:`request` is shown)."""
-        return _value(self.request)
+        return _value(self.call.request)
 
     def response_value(self) -> Any:
         """The response as a JSON value, or ``None`` when there is none or it was cut."""
-        return _value(self.response)
+        return _value(self.call.response)
 
 
 def _value(text: str) -> Any:
@@ -103,16 +94,13 @@ class McpExchanges:
             return
         call_id = announced[0]
         self._kept.pop(call_id, None)
-        self._kept[call_id] = McpExchange(
-            call.alias,
-            kind,
-            call.tool,
-            call.started_at_ms,
-            call.duration_ms,
-            _cut(self.redact(call.request)),
-            _cut(self.redact(call.response)),
-            self.redact(call.error) if call.error is not None else None,
+        kept = replace(
+            call,
+            request=_cut(self.redact(call.request)),
+            response=_cut(self.redact(call.response)),
+            error=self.redact(call.error) if call.error is not None else None,
         )
+        self._kept[call_id] = McpExchange(kept, kind)
         while len(self._kept) > self._limit:
             self._kept.popitem(last=False)
 

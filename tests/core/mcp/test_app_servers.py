@@ -178,7 +178,7 @@ def test_an_exchange_belongs_to_the_call_announced_last_and_is_bounded_and_maske
     assert exchanges.get("c1") is None  # the oldest went
     big = exchanges.get("c4")
     assert big is not None
-    assert len(big.response.encode()) < MAX_EXCHANGE_BYTES + 100
+    assert len(big.call.response.encode()) < MAX_EXCHANGE_BYTES + 100
     assert big.response_value() is None  # cut: shown as text only
 
 
