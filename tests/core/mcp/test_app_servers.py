@@ -232,7 +232,7 @@ async def test_a_kept_exchange_masks_the_secrets_the_window_knows(tmp_path: Path
     configured, echoed = servers.exchanges.get("c1"), servers.exchanges.get("c2")
     assert configured is not None
     assert echoed is not None
-    assert "sv-configured-secret" not in configured.response
-    assert "[redacted]" in configured.response
-    assert "sk-" not in echoed.request + echoed.response
+    assert "sv-configured-secret" not in configured.call.response
+    assert "[redacted]" in configured.call.response
+    assert "sk-" not in echoed.call.request + echoed.call.response
     assert echoed.kind == "stdio"
