@@ -2,8 +2,9 @@
 
 1. Model servers already running on this computer (Ollama, LM Studio, llama.cpp, vLLM) are looked for first, off the
    GUI thread with a bounded timeout; each one found is offered with its models ("Ollama found at :11434 — use it").
-2. Cloud providers: OpenRouter (one key, many models, exact cost) or OpenAI open the settings with that provider
-   added and its key field focused (the key goes to the system keyring; the model is picked from ``/models``).
+2. Cloud providers: OpenRouter (one key, many models, exact cost), OpenAI or Anthropic open the settings with that
+   provider added and its key field focused (the key goes to the system keyring; the model is picked from
+   ``/models``).
 3. Or open a folder that already has tiny-agent sessions, to inspect them.
 """
 
@@ -39,6 +40,7 @@ Detector = Callable[[], Awaitable[list[LocalServer]]]
 CLOUD_CHOICES = (
     ("openrouter", "Open&Router — one key, many models, exact cost"),
     ("openai", "Open&AI"),
+    ("anthropic", "Anthro&pic"),
 )
 """The cloud presets offered directly, with their button texts; "Other provider…" opens the full list."""
 
@@ -130,8 +132,9 @@ class WelcomeView(QWidget):
         title = QLabel("<h1>Welcome to tiny-agent desktop</h1>")
         title.setTextFormat(Qt.TextFormat.RichText)
         intro = QLabel(
-            "Run a small coding agent against a model on this computer, OpenRouter, OpenAI or any OpenAI-compatible "
-            "server, and see every message, tool call and what each request cost. Pick a model to start:"
+            "Run a small coding agent against a model on this computer, OpenRouter, OpenAI, Anthropic or any "
+            "OpenAI-compatible server, and see every message, tool call and what each request cost. Pick a model to "
+            "start:"
         )
 
         local_heading = QLabel("<b>1. A model server on this computer</b> (no key, no API charge)")

@@ -104,3 +104,12 @@ def test_cloud_presets_are_signals(qtbot: QtBot) -> None:
         view.cloud_buttons["openrouter"].click()
     assert blocker.args == ["openrouter"]
     assert not view.detect_button.isEnabled()  # nothing to look with
+
+
+def test_anthropic_is_offered_among_the_cloud_providers(qtbot: QtBot) -> None:
+    view = WelcomeView()
+    qtbot.addWidget(view)
+    assert list(view.cloud_buttons) == ["openrouter", "openai", "anthropic"]
+    with qtbot.waitSignal(view.presetChosen, timeout=1000) as blocker:
+        view.cloud_buttons["anthropic"].click()
+    assert blocker.args == ["anthropic"]
