@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
-import itertools
 import logging
 import sqlite3
 from collections.abc import Callable, Coroutine
@@ -35,7 +34,6 @@ from PySide6.QtWidgets import (
 
 from tiny_agent_core.agent.events import DialectLearned, StepFinished, ToolsDropped
 from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, RunResult
-from tiny_agent_core.cost_sums import step_costs
 from tiny_agent_core.errors import SecretStoreError, SettingsError, TinyAgentError
 from tiny_agent_core.fork import fork_before
 from tiny_agent_core.ledger import IndexConnection, raw_captures
@@ -66,9 +64,17 @@ from tiny_agent_gui.model_picker import ModelCatalog, ModelPicker
 from tiny_agent_gui.session_controller import Connection, SessionController
 from tiny_agent_gui.sessions.pane import SessionListPane
 from tiny_agent_gui.shortcuts_dialog import ShortcutsDialog
-from tiny_agent_gui.status_bar import ContextLabel, SessionFigures, SpeedLabel, UsageLabel
+from tiny_agent_gui.status_bar import ContextLabel, SpeedLabel, UsageLabel
 from tiny_agent_gui.transcript import Composer, TranscriptView
 from tiny_agent_gui.welcome import WelcomeView
+from tiny_agent_gui.window_layout import INSPECTOR_COLLAPSE_WIDTH, chain_panes, pane_widths
+from tiny_agent_gui.window_status import (
+    latest_recorded_usage,
+    learned_words,
+    model_label,
+    session_figures,
+    session_title,
+)
 
 if TYPE_CHECKING:  # the compare machinery is imported when the compare view is first shown
     from tiny_agent_core.compare import CompareRun
@@ -78,9 +84,6 @@ _log = logging.getLogger(__name__)
 
 TEST_PROMPT = "Say hello in one sentence, then list the files in this folder."
 """Offered in the composer at the end of the first run (it reads the workspace, so it tests a tool call too)."""
-
-INSPECTOR_COLLAPSE_WIDTH = 900
-"""Below this window width the inspector starts hidden (View › Toggle Inspector, Ctrl+I, shows it)."""
 
 
 @dataclass
@@ -102,16 +105,6 @@ class Services:
     """The app's MCP catalog file (``app_catalog_path()`` in the app); ``None``: no MCP servers."""
 
 
-LEARNED_WORDS = {
-    ("stream_tools", False): "tool turns are sent without streaming (the server cannot stream them)",
-    ("stream_tools", True): "tool turns are streamed again",
-    ("null_content", False): 'tool-call messages are sent with empty text "" (the server refuses null)',
-    ("null_content", True): "tool-call messages are sent with null content",
-    ("tool_choice_auto", True): 'tool_choice "auto" is sent with the tools (the server needs it to use them)',
-    ("tool_choice_auto", False): "tool_choice is no longer sent",
-}
-"""What the status bar says a learned dialect change does, by (profile field, new value)."""
-
 TOOLS_DROPPED_ADVICE = (
     " What to do: start the server with a chat template that supports tools (llama-server: --jinja), use a model "
     "whose template has tools, or change this provider's dialect settings (Settings › Providers)."
@@ -131,19 +124,6 @@ class SettingsRequest:
     """``(provider, model)``: open the price override for them (from the cost view's "set a price")."""
     mcp: bool = False
     """Open on the MCP tab (from a banner about a server that could not be connected)."""
-
-
-def _focusable_in_chain_order(pane: QWidget) -> list[QWidget]:
-    """``pane`` and its descendants that take focus by Tab, in the focus chain's current order."""
-    found: list[QWidget] = []
-    widget: QWidget | None = pane
-    seen: set[int] = set()
-    while widget is not None and shiboken6.getCppPointer(widget)[0] not in seen:
-        seen.add(shiboken6.getCppPointer(widget)[0])
-        if (widget is pane or pane.isAncestorOf(widget)) and widget.focusPolicy() & Qt.FocusPolicy.TabFocus:
-            found.append(widget)
-        widget = widget.nextInFocusChain()
-    return found
 
 
 class MainWindow(QMainWindow):
@@ -391,11 +371,7 @@ class MainWindow(QMainWindow):
     def _set_tab_order(self) -> None:
         """Tab visits the panes left to right: session list, notice, transcript, composer, inspector (each pane
         keeps its own inner order)."""
-        chain: list[QWidget] = []
-        for pane in (self.sessions, self.banner, self.transcript, self.composer, self.inspector):
-            chain.extend(_focusable_in_chain_order(pane))
-        for first, second in itertools.pairwise(chain):
-            QWidget.setTabOrder(first, second)
+        chain_panes((self.sessions, self.banner, self.transcript, self.composer, self.inspector))
 
     def _show_start_page(self) -> None:
         settings = self.services.settings
@@ -730,9 +706,7 @@ class MainWindow(QMainWindow):
             self.inspector.setVisible(width >= INSPECTOR_COLLAPSE_WIDTH)
         if self._panes_sized_by_user or width <= 0:
             return
-        sessions = max(200, min(320, width * 22 // 100))
-        inspector = max(280, min(460, width * 30 // 100)) if not self.inspector.isHidden() else 0
-        self.splitter.setSizes([sessions, max(300, width - sessions - inspector), inspector])
+        self.splitter.setSizes(pane_widths(width, not self.inspector.isHidden()))
 
     # -- session events ---------------------------------------------------------------------------------------
 
@@ -888,9 +862,7 @@ class MainWindow(QMainWindow):
             else:
                 self._save_settings()
                 self.controller.adopt_settings()  # the running agent already sends the repaired form
-        words = "; ".join(
-            LEARNED_WORDS.get((field, value), f"{field} is now {value}") for field, value in event.changes.items()
-        )
+        words = learned_words(event)
         _log.info("%s: learned %s", name, event.changes)
         self._learned_notice = f"{name}: {words}."
         self.statusBar().showMessage(self._learned_notice, 20000)
@@ -937,32 +909,15 @@ class MainWindow(QMainWindow):
         self.status_model.setText(
             f"{config.name} · {config.model}" if config is not None and config.model else "No provider configured"
         )
-        self.composer.model_button.show_model(self._model_label(config))
+        self.composer.model_button.show_model(model_label(self.catalog, config))
         session = self.controller.session
         self._show_context()
         if session is None:
             self.status_usage.show_figures(None)
             self.session_title.setText("No session open")
             return
-        steps = self.timeline.steps() if self.timeline is not None else []
-        answered = [step for step in steps if step.status == "settled" or step.usage is not None]
-        cost = step_costs(steps)
-        self.status_usage.show_figures(
-            SessionFigures(
-                usage=session.store.state.usage,
-                requests=len(steps),
-                unknown_usage=sum(1 for step in answered if step.usage is None),
-                unanswered=len(steps) - len(answered),
-                cost=cost.total,
-                unknown_cost=cost.unknown,
-                last=self._last_step_usage or self._latest_recorded_usage(),
-                cost_sources=cost.sources,
-            )
-        )
-        title = next(
-            (item.text for item in (self.timeline.items if self.timeline else []) if isinstance(item, UserItem)),
-            "New session",
-        )
+        self.status_usage.show_figures(session_figures(self.timeline, session.store.state.usage, self._last_step_usage))
+        title = session_title(self.timeline)
         read_only = " (read-only)" if session.read_only else ""
         self.session_title.setText(f"{title[:100]}{read_only}")
         self.session_title.setToolTip(title[:1000])
@@ -972,28 +927,12 @@ class MainWindow(QMainWindow):
         window = self._last_window or self._context_window()
         prompt = self._last_prompt_tokens
         if prompt is None and self.controller.session is not None:
-            recorded = self._latest_recorded_usage()
+            recorded = latest_recorded_usage(self.timeline)
             prompt = recorded.prompt if recorded is not None else None
         self.status_context.setVisible(self.controller.session is not None or window is not None)
         self.status_context.show_context(prompt, window)
 
-    def _latest_recorded_usage(self) -> Usage | None:
-        steps = [step for step in (self.timeline.steps() if self.timeline else []) if step.usage is not None]
-        return steps[-1].usage if steps else None
-
     # -- models, re-runs and compare runs ---------------------------------------------------------------------
-
-    def _model_label(self, config: ProfileConfig | None) -> str | None:
-        """``provider · model`` with the price per million tokens when the catalog knows it."""
-        if config is None or not config.model:
-            return None
-        entry = self.catalog.entry_for(config.id, config.model)
-        if entry is None:
-            return f"{config.name} · {config.model}"
-        source = entry.rates.source
-        price = "price unknown" if source is None else entry.price_text + ("" if source == "local" else " per M")
-        context = f" · context {entry.context_text}" if entry.context_length is not None else ""
-        return f"{entry.label} · {price}{context}"
 
     def _current_model(self) -> tuple[str, str] | None:
         config = self.services.settings.active()
