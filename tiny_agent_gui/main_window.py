@@ -17,10 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import PySide6
 import shiboken6
-from PySide6.QtCore import Qt, QUrl, qVersion
-from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QGuiApplication, QKeySequence, QResizeEvent
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence, QResizeEvent
 from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
@@ -42,7 +41,7 @@ from tiny_agent_core.local_servers import LocalServer, detect_local_servers
 from tiny_agent_core.mcp.app_servers import AppServers
 from tiny_agent_core.mcp.errors import McpConnectError, McpError, connect_advice
 from tiny_agent_core.model_catalog import ModelEntry, recovery_conflict
-from tiny_agent_core.paths import default_workspace, log_dir
+from tiny_agent_core.paths import default_workspace
 from tiny_agent_core.pricing import Overrides
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.secrets import KeyStore
@@ -56,7 +55,7 @@ from tiny_agent_gui.approval_dialog import DialogApprover
 from tiny_agent_gui.banner import Action, Banner
 from tiny_agent_gui.context_window import ContextWindows
 from tiny_agent_gui.cost.view import CostView
-from tiny_agent_gui.diagnostics import Diagnostics, collect, settings_summary
+from tiny_agent_gui.diagnostics import Diagnostics
 from tiny_agent_gui.error_actions import MAX_AUTO_RETRIES, ErrorAction, action_for
 from tiny_agent_gui.inspector import InspectorPane
 from tiny_agent_gui.logs import LOG_FILE_NAME
@@ -67,6 +66,8 @@ from tiny_agent_gui.shortcuts_dialog import ShortcutsDialog
 from tiny_agent_gui.status_bar import ContextLabel, SpeedLabel, UsageLabel
 from tiny_agent_gui.transcript import Composer, TranscriptView
 from tiny_agent_gui.welcome import WelcomeView
+from tiny_agent_gui.window_compare import contenders_for
+from tiny_agent_gui.window_help import copy_when_gathered, fill_when_gathered, gather_diagnostics, reveal_log_folder
 from tiny_agent_gui.window_layout import INSPECTOR_COLLAPSE_WIDTH, chain_panes, pane_widths
 from tiny_agent_gui.window_status import (
     latest_recorded_usage,
@@ -620,10 +621,7 @@ class MainWindow(QMainWindow):
     def diagnostics(self) -> asyncio.Future[Diagnostics]:
         """Gather the diagnostics in a worker thread (the keyring and sandbox checks may block); the settings are
         summarised here, on the GUI thread that owns them."""
-        summary = settings_summary(self.services.settings)
-        toolkit = f"{qVersion()} (PySide6 {PySide6.__version__})"
-        loop = asyncio.get_event_loop()
-        task = loop.run_in_executor(None, collect, summary, toolkit)
+        task = gather_diagnostics(self.services.settings)
         self._diagnostics_task = task
         return task
 
@@ -638,45 +636,18 @@ class MainWindow(QMainWindow):
         dialog.copyDiagnosticsRequested.connect(self.copy_diagnostics)
         dialog.openLogFolderRequested.connect(self.open_log_folder)
         self.about_dialog = dialog
-        task = self.diagnostics()
-
-        def done(future: asyncio.Future[Diagnostics]) -> None:
-            if not shiboken6.isValid(dialog):
-                return
-            error = future.exception() if not future.cancelled() else None
-            if future.cancelled() or error is not None:
-                _log.warning("gathering diagnostics failed: %s", error)
-                dialog.set_failed(str(error or "cancelled"))
-            else:
-                dialog.set_diagnostics(future.result())
-
-        task.add_done_callback(done)
+        fill_when_gathered(dialog, self.diagnostics())
         dialog.open()
 
     def open_log_folder(self) -> None:
         """Show the log folder in the file manager (it is created if missing)."""
-        folder = log_dir()
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            self.show_banner(f"The log folder {folder} cannot be created: {error}")
-            return
-        if not QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder))):
-            self.show_banner(f"No file manager could open the log folder: {folder}")
+        problem = reveal_log_folder()
+        if problem is not None:
+            self.show_banner(problem)
 
     def copy_diagnostics(self) -> None:
         """Copy the diagnostics (versions, platform, folders, settings without secrets) to the clipboard."""
-        task = self.diagnostics()
-
-        def done(future: asyncio.Future[Diagnostics]) -> None:
-            if future.cancelled() or future.exception() is not None:
-                _log.warning("gathering diagnostics failed: %s", None if future.cancelled() else future.exception())
-                return
-            if shiboken6.isValid(self):
-                QGuiApplication.clipboard().setText(future.result().as_text())
-                self.statusBar().showMessage("Diagnostics copied to the clipboard", 5000)
-
-        task.add_done_callback(done)
+        copy_when_gathered(self, self.diagnostics())
 
     def _save_settings(self) -> None:
         try:
@@ -1086,20 +1057,15 @@ class MainWindow(QMainWindow):
     ) -> CompareRun | None:
         """A compare run of ``prompt`` on ``entries`` in copies of the open session's workspace (else the current
         one), in the data folder; ``None`` (and a banner) when a model's provider cannot be used."""
-        from tiny_agent_core.compare import CompareRun, Contender
+        from tiny_agent_core.compare import CompareRun
         from tiny_agent_core.paths import comparisons_folder
 
         settings = self.services.settings
-        contenders = []
-        for entry in entries:
-            config = settings.profile(entry.profile_id)
-            try:
-                if config is None:
-                    raise SettingsError(f"The provider of {entry.label} is no longer configured.")
-                contenders.append(Contender(config.provider_profile(), entry.model, self.services.keys.key_for(config)))
-            except (SettingsError, SecretStoreError) as error:
-                self.show_banner(str(error))
-                return None
+        try:
+            contenders = contenders_for(entries, settings, self.services.keys)
+        except (SettingsError, SecretStoreError) as error:
+            self.show_banner(str(error))
+            return None
         workspace = self._compare_workspace()
         workspace.mkdir(parents=True, exist_ok=True)
         return CompareRun(
