@@ -56,7 +56,7 @@ from tiny_agent_gui.banner import Action, Banner
 from tiny_agent_gui.context_window import ContextWindows
 from tiny_agent_gui.cost.view import CostView
 from tiny_agent_gui.diagnostics import Diagnostics
-from tiny_agent_gui.error_actions import MAX_AUTO_RETRIES, ErrorAction, action_for
+from tiny_agent_gui.error_actions import action_for
 from tiny_agent_gui.inspector import InspectorPane
 from tiny_agent_gui.logs import LOG_FILE_NAME
 from tiny_agent_gui.model_picker import ModelCatalog, ModelPicker
@@ -67,6 +67,7 @@ from tiny_agent_gui.status_bar import ContextLabel, SpeedLabel, UsageLabel
 from tiny_agent_gui.transcript import Composer, TranscriptView
 from tiny_agent_gui.welcome import WelcomeView
 from tiny_agent_gui.window_compare import contenders_for
+from tiny_agent_gui.window_errors import TOOLS_DROPPED_ADVICE, ErrorOffers
 from tiny_agent_gui.window_help import copy_when_gathered, fill_when_gathered, gather_diagnostics, reveal_log_folder
 from tiny_agent_gui.window_layout import INSPECTOR_COLLAPSE_WIDTH, chain_panes, pane_widths
 from tiny_agent_gui.window_status import (
@@ -104,13 +105,6 @@ class Services:
     loopback server answers a script of replies turn it off)."""
     mcp_catalog: Path | None = None
     """The app's MCP catalog file (``app_catalog_path()`` in the app); ``None``: no MCP servers."""
-
-
-TOOLS_DROPPED_ADVICE = (
-    " What to do: start the server with a chat template that supports tools (llama-server: --jinja), use a model "
-    "whose template has tools, or change this provider's dialect settings (Settings › Providers)."
-)
-"""Appended to the core's :class:`~tiny_agent_core.agent.events.ToolsDropped` message in the banner."""
 
 
 @dataclass(frozen=True)
@@ -171,10 +165,19 @@ class MainWindow(QMainWindow):
         self._last_step_usage: Usage | None = None
         self.about_dialog: AboutDialog | None = None
         self._diagnostics_task: asyncio.Future[Diagnostics] | None = None
-        self._auto_retries = 0
         self._inspector_toggled = False
         self.shortcuts_dialog: ShortcutsDialog | None = None
         self._build_panes()
+        self._offers = ErrorOffers(
+            self.banner,
+            self.show_banner,
+            open_settings=lambda profile_id: self.open_settings(SettingsRequest(profile_id=profile_id)),
+            retry=self.retry_last,
+            retry_cancelled=self._retry_cancelled,
+            copy=self._copy,
+            compact=self.controller.compact,
+            new_session=self.new_session,
+        )
         self._build_menus()
         self._wire()
         self._set_tab_order()
@@ -704,7 +707,7 @@ class MainWindow(QMainWindow):
         self._last_step_usage = None
         self._last_prompt_tokens = None
         self._last_window = None
-        self._auto_retries = 0
+        self._offers.reset()
         self.status_speed.clear()
         self._ask_context_window()
         self._update_status()
@@ -713,7 +716,7 @@ class MainWindow(QMainWindow):
         self.sessions.select_session(store.session_id)
 
     def _submit(self, prompt: str) -> None:
-        self._auto_retries = 0
+        self._offers.reset()
         self.banner.cancel_countdown()
         if self.controller.session is None:
             self.new_session()
@@ -777,7 +780,7 @@ class MainWindow(QMainWindow):
         if result.kind == "compaction" and result.answer:
             self.statusBar().showMessage(result.answer, 5000)
         if result.outcome == "completed":
-            self._auto_retries = 0
+            self._offers.reset()
         used = self.controller.connection_in_use
         if used is not None and self.controller.settings_changed_since_start():
             self.statusBar().showMessage(
@@ -791,32 +794,8 @@ class MainWindow(QMainWindow):
         if result.outcome == "failed":
             action = action_for(result.error, used.profile if used is not None else None)
             if action is not None:
-                self._offer(action, used.profile_id if used is not None else None)
+                self._offers.offer(action, used.profile_id if used is not None else None)
         self._update_status()
-        self._update_actions()
-
-    def _offer(self, action: ErrorAction, profile_id: str | None) -> None:
-        """Show the way out of a failed run (see :mod:`tiny_agent_gui.error_actions`)."""
-        if action.kind == "settings":
-            request = SettingsRequest(profile_id=profile_id)
-            self.show_banner(action.text, "Open provider settings", lambda: self.open_settings(request))
-        elif action.kind == "rate_limit":
-            if action.retry_after is not None and self._auto_retries < MAX_AUTO_RETRIES:
-                self._auto_retries += 1
-                self.banner.start_countdown(
-                    action.retry_after,
-                    lambda left: f"{action.text} Retrying by itself in {left} s…",
-                    self.retry_last,
-                    [("Retry now", self.retry_last), ("Cancel retry", self._retry_cancelled)],
-                )
-            else:
-                self.show_banner(f"{action.text} Retry when you are ready.", "Retry", self.retry_last)
-        elif action.kind == "local_server":
-            command = action.command
-            copy: Action | None = ("Copy command", lambda: self._copy(command)) if command else None
-            self.show_banner(action.text, "Retry", self.retry_last, more=copy)
-        elif action.kind == "context_length":
-            self.show_banner(action.text, "Compact", self.controller.compact, more=("New session", self.new_session))
         self._update_actions()
 
     def _dialect_learned(self, profile_id: str | None, event: DialectLearned) -> None:
