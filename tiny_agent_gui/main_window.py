@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 import logging
 import sqlite3
 from collections.abc import Callable, Coroutine
@@ -67,6 +66,8 @@ from tiny_agent_gui.status_bar import ContextLabel, SpeedLabel, UsageLabel
 from tiny_agent_gui.transcript import Composer, TranscriptView
 from tiny_agent_gui.welcome import WelcomeView
 from tiny_agent_gui.window_compare import contenders_for
+from tiny_agent_gui.window_connection import active_connection, active_context_window, ask_context_window
+from tiny_agent_gui.window_costs import select_session_when_loaded
 from tiny_agent_gui.window_errors import TOOLS_DROPPED_ADVICE, ErrorOffers
 from tiny_agent_gui.window_help import copy_when_gathered, fill_when_gathered, gather_diagnostics, reveal_log_folder
 from tiny_agent_gui.window_layout import INSPECTOR_COLLAPSE_WIDTH, chain_panes, pane_widths
@@ -396,42 +397,14 @@ class MainWindow(QMainWindow):
 
     def connection(self) -> Connection | None:
         """The active provider profile, model and key, or ``None`` when none is configured."""
-        config = self.services.settings.active()
-        if config is None or not config.model:
-            return None
         try:
-            profile = config.provider_profile()
-            key = self.services.keys.key_for(config)
+            return active_connection(self.services.settings, self.services.keys, self.context_windows)
         except (SettingsError, SecretStoreError) as error:
             self.show_banner(str(error))
             return None
-        window = self.context_windows.get(config.id, profile, config.model)
-        if profile.context_length is None and window is not None:  # what the server said the window holds
-            profile = dataclasses.replace(profile, context_length=window)
-        return Connection(profile, config.model, key, config.id)
 
     def _ask_context_window(self) -> None:
-        """Ask the active profile's server for its model's context window (once; off the GUI thread)."""
-        config = self.services.settings.active()
-        if config is None or not config.model:
-            return
-        try:
-            profile = config.provider_profile()
-        except SettingsError:
-            return
-        read_key = functools.partial(self.services.keys.key_for, config)  # read off the GUI thread, when asked
-        self.context_windows.ask(config.id, profile, config.model, read_key)
-
-    def _context_window(self) -> int | None:
-        """The active model's context window when known (set in its profile, or said by its server)."""
-        config = self.services.settings.active()
-        if config is None or not config.model:
-            return None
-        try:
-            profile = config.provider_profile()
-        except SettingsError:
-            return None
-        return self.context_windows.get(config.id, profile, config.model)
+        ask_context_window(self.services.settings, self.services.keys, self.context_windows)
 
     def _price_overrides(self) -> Overrides | None:
         return self.services.settings.price_overrides or None
@@ -542,18 +515,7 @@ class MainWindow(QMainWindow):
 
     def open_in_costs(self, session_id: str) -> None:
         """The cost view over all time with one session selected (its figures side by side)."""
-        view = self.cost_view
-
-        def select() -> None:
-            view.loaded.disconnect(select)
-            rows = view.sessions_model.rows()
-            number = next((n for n, row in enumerate(rows) if row.key == session_id), None)
-            if number is not None:
-                view.table.selectRow(number)
-                view.table.scrollTo(view.sessions_model.index(number, 0))
-
-        view.loaded.connect(select)
-        view.range_combo.setCurrentText("All time")
+        select_session_when_loaded(self.cost_view, session_id)
         self.show_costs()
 
     def _before_delete(self, summary: SessionSummary) -> str | None:
@@ -874,7 +836,7 @@ class MainWindow(QMainWindow):
 
     def _show_context(self) -> None:
         """The last step's prompt tokens against the context window (the step's own, else the active model's)."""
-        window = self._last_window or self._context_window()
+        window = self._last_window or active_context_window(self.services.settings, self.context_windows)
         prompt = self._last_prompt_tokens
         if prompt is None and self.controller.session is not None:
             recorded = latest_recorded_usage(self.timeline)
