@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import sqlite3
 from collections.abc import Callable, Coroutine
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import shiboken6
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence, QResizeEvent
+from PySide6.QtGui import QCloseEvent, QGuiApplication, QKeySequence, QResizeEvent
 from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
@@ -65,6 +66,7 @@ from tiny_agent_gui.shortcuts_dialog import ShortcutsDialog
 from tiny_agent_gui.status_bar import ContextLabel, SpeedLabel, UsageLabel
 from tiny_agent_gui.transcript import Composer, TranscriptView
 from tiny_agent_gui.welcome import WelcomeView
+from tiny_agent_gui.window_actions import add_action, add_menu
 from tiny_agent_gui.window_compare import contenders_for
 from tiny_agent_gui.window_connection import active_connection, active_context_window, ask_context_window
 from tiny_agent_gui.window_costs import select_session_when_loaded
@@ -256,76 +258,73 @@ class MainWindow(QMainWindow):
         targets = self.services.local_targets
         return lambda: detect_local_servers(client.http, targets)
 
-    def _action(
-        self, text: str, shortcut: QKeySequence | QKeySequence.StandardKey | str | None, slot: Callable[[], object]
-    ) -> QAction:
-        action = QAction(text, self)
-        if shortcut is not None:
-            action.setShortcut(QKeySequence(shortcut))
-        action.triggered.connect(slot)
-        self.addAction(action)
-        return action
-
     def _build_menus(self) -> None:
-        menu = self.menuBar()
-        file_menu = menu.addMenu("&File")
-        self.new_action = self._action("&New Session", "Ctrl+N", self.new_session)
-        self.open_action = self._action("&Open Folder…", "Ctrl+O", self.open_folder)
-        self.import_action = self._action("&Import Session…", "Ctrl+Shift+O", self.import_session)
+        bar = self.menuBar()
+        action = functools.partial(add_action, self)
+        self.new_action = action("&New Session", "Ctrl+N", self.new_session)
+        self.open_action = action("&Open Folder…", "Ctrl+O", self.open_folder)
+        self.import_action = action("&Import Session…", "Ctrl+Shift+O", self.import_session)
         self.import_action.setStatusTip("Bring in a v2 session file from elsewhere (checked before it is copied)")
-        self.settings_action = self._action("&Settings…", "Ctrl+,", lambda: self.open_settings())
-        self.quit_action = self._action("&Quit", "Ctrl+Q", self.close)
-        for action in (self.new_action, self.open_action, self.import_action, self.settings_action, self.quit_action):
-            file_menu.addAction(action)
+        self.settings_action = action("&Settings…", "Ctrl+,", lambda: self.open_settings())
+        self.quit_action = action("&Quit", "Ctrl+Q", self.close)
+        add_menu(
+            bar,
+            "&File",
+            (self.new_action, self.open_action, self.import_action, self.settings_action, self.quit_action),
+        )
 
-        session_menu = menu.addMenu("&Session")
-        self.stop_action = self._action("&Stop", "Esc", self.stop)
+        self.stop_action = action("&Stop", "Esc", self.stop)
         # Esc everywhere in the window (as the composer says), Ctrl+. as well; enabled only while there is
         # something to stop, so Esc keeps its usual meaning otherwise.
         self.stop_action.setShortcuts([QKeySequence("Esc"), QKeySequence("Ctrl+.")])
-        self.compact_action = self._action("&Compact", "Ctrl+Shift+K", self.controller.compact)
-        self.abandon_action = self._action("&Abort Unfinished Operation", None, self.controller.abandon)
+        self.compact_action = action("&Compact", "Ctrl+Shift+K", self.controller.compact)
+        self.abandon_action = action("&Abort Unfinished Operation", None, self.controller.abandon)
         self.abandon_action.setStatusTip("Only when an operation was left unfinished and cannot be recovered")
-        self.choose_model_action = self._action("Choose &Model…", "Ctrl+M", self.choose_model)
+        self.choose_model_action = action("Choose &Model…", "Ctrl+M", self.choose_model)
         self.choose_model_action.setStatusTip("The provider and model of the next request")
-        self.compare_action = self._action("Com&pare Models…", None, self.show_compare)
+        self.compare_action = action("Com&pare Models…", None, self.show_compare)
         self.compare_action.setStatusTip("Run one task on 2–4 models at once, each in its own copy of the workspace")
-        for action in (
-            self.stop_action,
-            self.compact_action,
-            self.abandon_action,
-            self.choose_model_action,
-            self.compare_action,
-        ):
-            session_menu.addAction(action)
+        add_menu(
+            bar,
+            "&Session",
+            (
+                self.stop_action,
+                self.compact_action,
+                self.abandon_action,
+                self.choose_model_action,
+                self.compare_action,
+            ),
+        )
 
-        view_menu = menu.addMenu("&View")
-        self.show_sessions_action = self._action("&Sessions", "Ctrl+1", self.show_sessions)
-        self.show_costs_action = self._action("&Costs", "Ctrl+2", self.show_costs)
-        self.show_compare_action = self._action("Co&mpare", "Ctrl+3", self.show_compare)
-        self.find_action = self._action("&Find Session", "Ctrl+F", self._find)
+        self.show_sessions_action = action("&Sessions", "Ctrl+1", self.show_sessions)
+        self.show_costs_action = action("&Costs", "Ctrl+2", self.show_costs)
+        self.show_compare_action = action("Co&mpare", "Ctrl+3", self.show_compare)
+        self.find_action = action("&Find Session", "Ctrl+F", self._find)
         # The session pane owns the window-wide Ctrl+F; the menu only shows it (two would be ambiguous).
         self.removeAction(self.find_action)
         self.find_action.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
-        self.inspector_action = self._action("Toggle &Inspector", "Ctrl+I", self._toggle_inspector)
-        self.focus_prompt_action = self._action("Focus &Prompt", "Ctrl+L", self.composer.setFocus)
-        for action in (
-            self.show_sessions_action,
-            self.show_costs_action,
-            self.show_compare_action,
-            self.find_action,
-            self.inspector_action,
-            self.focus_prompt_action,
-        ):
-            view_menu.addAction(action)
+        self.inspector_action = action("Toggle &Inspector", "Ctrl+I", self._toggle_inspector)
+        self.focus_prompt_action = action("Focus &Prompt", "Ctrl+L", self.composer.setFocus)
+        add_menu(
+            bar,
+            "&View",
+            (
+                self.show_sessions_action,
+                self.show_costs_action,
+                self.show_compare_action,
+                self.find_action,
+                self.inspector_action,
+                self.focus_prompt_action,
+            ),
+        )
 
-        help_menu = menu.addMenu("&Help")
-        self.shortcuts_action = self._action("&Keyboard Shortcuts", "F1", self.show_shortcuts)
-        self.about_action = self._action("&About tiny-agent desktop…", None, self.show_about)
-        self.open_log_action = self._action("Open &Log Folder", None, self.open_log_folder)
-        self.copy_diagnostics_action = self._action("&Copy Diagnostics", None, self.copy_diagnostics)
-        for action in (self.shortcuts_action, self.about_action, self.open_log_action, self.copy_diagnostics_action):
-            help_menu.addAction(action)
+        self.shortcuts_action = action("&Keyboard Shortcuts", "F1", self.show_shortcuts)
+        self.about_action = action("&About tiny-agent desktop…", None, self.show_about)
+        self.open_log_action = action("Open &Log Folder", None, self.open_log_folder)
+        self.copy_diagnostics_action = action("&Copy Diagnostics", None, self.copy_diagnostics)
+        add_menu(
+            bar, "&Help", (self.shortcuts_action, self.about_action, self.open_log_action, self.copy_diagnostics_action)
+        )
 
     def _wire(self) -> None:
         bridge = self.controller.bridge
