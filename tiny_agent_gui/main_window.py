@@ -8,7 +8,6 @@ display models; it holds no business rules. Every action has a menu entry with a
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import logging
 import sqlite3
@@ -45,7 +44,7 @@ from tiny_agent_core.paths import default_workspace
 from tiny_agent_core.pricing import Overrides
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.secrets import KeyStore
-from tiny_agent_core.settings import AppSettings, ProfileConfig
+from tiny_agent_core.settings import AppSettings
 from tiny_agent_core.timeline import NoticeItem, Timeline, UserItem
 from tiny_agent_core.tools.approval import ToolSettings
 from tiny_agent_core.usage import Usage
@@ -73,6 +72,7 @@ from tiny_agent_gui.window_costs import select_session_when_loaded
 from tiny_agent_gui.window_errors import TOOLS_DROPPED_ADVICE, ErrorOffers
 from tiny_agent_gui.window_help import copy_when_gathered, fill_when_gathered, gather_diagnostics, reveal_log_folder
 from tiny_agent_gui.window_layout import INSPECTOR_COLLAPSE_WIDTH, chain_panes, pane_widths
+from tiny_agent_gui.window_settings import add_local_server, make_active, store_learned_dialect
 from tiny_agent_gui.window_status import (
     latest_recorded_usage,
     learned_words,
@@ -485,11 +485,7 @@ class MainWindow(QMainWindow):
 
     def use_local_server(self, server: LocalServer, model: str) -> None:
         """First run: add ``server`` as the provider for new sessions with ``model``, save, and start a session."""
-        settings = self.services.settings
-        profile = ProfileConfig.from_preset(server.preset_id, settings.new_profile_id(server.preset_id))
-        profile = dataclasses.replace(profile, base_url=server.base_url, model=model)
-        settings.add_profile(profile)
-        settings.active_profile = profile.id
+        add_local_server(self.services.settings, server, model)
         self._save_settings()
         self.settings_saved()
         if self.controller.session is None:
@@ -764,15 +760,9 @@ class MainWindow(QMainWindow):
         settings = self.services.settings
         config = settings.profile(profile_id) if profile_id is not None else None
         name = config.name if config is not None else event.base_url
-        if config is not None:
-            try:
-                changes: dict[str, Any] = dict(event.changes)  # keys are ProfileConfig fields (the dialect's)
-                settings.update_profile(dataclasses.replace(config, **changes))
-            except (TypeError, SettingsError) as error:  # a field this version does not know: the run keeps it
-                _log.warning("learned dialect %s not stored: %s", event.changes, error)
-            else:
-                self._save_settings()
-                self.controller.adopt_settings()  # the running agent already sends the repaired form
+        if config is not None and store_learned_dialect(settings, config, event):
+            self._save_settings()
+            self.controller.adopt_settings()  # the running agent already sends the repaired form
         words = learned_words(event)
         _log.info("%s: learned %s", name, event.changes)
         self._learned_notice = f"{name}: {words}."
@@ -867,12 +857,8 @@ class MainWindow(QMainWindow):
 
     def _apply_model(self, entry: ModelEntry) -> bool:
         """Make ``entry`` the active profile and its model (saved in the settings); ``False`` if it is gone."""
-        settings = self.services.settings
-        config = settings.profile(entry.profile_id)
-        if config is None:
+        if not make_active(self.services.settings, entry):
             return False
-        settings.update_profile(dataclasses.replace(config, model=entry.model))
-        settings.active_profile = config.id
         self._save_settings()
         self._last_window = None
         self._ask_context_window()
