@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from tiny_agent_core.agent.events import DialectLearned, StepFinished, ToolsDropped
-from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, RunResult
+from tiny_agent_core.agent.loop import RunResult
 from tiny_agent_core.errors import SecretStoreError, SettingsError, TinyAgentError
 from tiny_agent_core.fork import fork_before
 from tiny_agent_core.ledger import IndexConnection, raw_captures
@@ -66,7 +66,7 @@ from tiny_agent_gui.status_bar import ContextLabel, SpeedLabel, UsageLabel
 from tiny_agent_gui.transcript import Composer, TranscriptView
 from tiny_agent_gui.welcome import WelcomeView
 from tiny_agent_gui.window_actions import add_action, add_menu
-from tiny_agent_gui.window_compare import contenders_for
+from tiny_agent_gui.window_compare import CompareSetup, compare_run
 from tiny_agent_gui.window_connection import active_connection, active_context_window, ask_context_window
 from tiny_agent_gui.window_costs import select_session_when_loaded
 from tiny_agent_gui.window_errors import TOOLS_DROPPED_ADVICE, ErrorOffers
@@ -983,29 +983,12 @@ class MainWindow(QMainWindow):
     ) -> CompareRun | None:
         """A compare run of ``prompt`` on ``entries`` in copies of the open session's workspace (else the current
         one), in the data folder; ``None`` (and a banner) when a model's provider cannot be used."""
-        from tiny_agent_core.compare import CompareRun
-        from tiny_agent_core.paths import comparisons_folder
-
-        settings = self.services.settings
+        setup = CompareSetup(self.services.settings, self.services.keys, self.services.client, self.services.ledger)
         try:
-            contenders = contenders_for(entries, settings, self.services.keys)
+            return compare_run(setup, self._compare_workspace(), prompt, entries, allowed, on_change)
         except (SettingsError, SecretStoreError) as error:
             self.show_banner(str(error))
             return None
-        workspace = self._compare_workspace()
-        workspace.mkdir(parents=True, exist_ok=True)
-        return CompareRun(
-            workspace,
-            prompt,
-            contenders,
-            folder=comparisons_folder(),
-            client=self.services.client,
-            allowed=allowed,  # the view's checkboxes are the whole policy: standing permissions do not apply
-            ledger=self.services.ledger,
-            price_overrides=self._price_overrides(),
-            max_steps=settings.max_steps or DEFAULT_MAX_STEPS,
-            on_change=on_change,
-        )
 
     # -- shutdown ---------------------------------------------------------------------------------------------
 
