@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+import stat
 import tempfile
 from collections import Counter
 from dataclasses import dataclass
@@ -215,8 +216,13 @@ def export_session(path: Path, target: Path, fmt: ExportFormat, conn: sqlite3.Co
 
 
 def _read_bounded(source: Path) -> bytes:
-    with open(source, "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
+    fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO must not block the import
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise SessionError(f"{source.name} is not a regular file; only session files (.jsonl) can be imported.")
+    with os.fdopen(fd, "rb") as handle:
+        size = info.st_size
         if size > IMPORT_MAX_BYTES:
             raise SessionError(
                 f"{source.name} is {size:,} bytes; sessions larger than {IMPORT_MAX_BYTES:,} bytes are not imported."

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Iterator
 from decimal import Decimal
@@ -340,3 +341,15 @@ def test_import_of_a_valid_file_whose_creation_time_no_date_can_hold(workspace: 
     imported = import_session(source, workspace)
     assert imported.path.name.endswith(f"_{header['id']}.jsonl")
     assert imported.path.read_bytes() == source.read_bytes()
+
+
+def test_import_refuses_what_is_not_a_regular_file_without_blocking(workspace: Path, tmp_path: Path) -> None:
+    fifo = tmp_path / "session.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(SessionError, match="not a regular file"):
+        import_session(fifo, workspace)
+    with pytest.raises(SessionError, match="not a regular file"):
+        import_session(tmp_path, workspace)
+    assert not (workspace / ".tiny-agent" / "sessions").exists() or not any(
+        (workspace / ".tiny-agent" / "sessions").iterdir()
+    )
