@@ -40,6 +40,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Literal, cast
 
+from tiny_agent_core.atomic_files import write_atomically
 from tiny_agent_core.compare_reports import Contender, RunReport, RunStatus
 from tiny_agent_core.errors import TinyAgentError
 from tiny_agent_core.ledger.database import opened
@@ -291,17 +292,10 @@ def write_record(folder: Path, data: bytes) -> None:
     """Write a record (:func:`record_bytes`) into ``folder`` atomically, creating the folder. Blocking. Raises
     :class:`ComparisonError`."""
     target = folder / RECORD_NAME
-    temporary = target.with_name(f".{target.name}.{os.urandom(6).hex()}.tmp")
     try:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, target)
+        write_atomically(target, data)
     except OSError as error:
-        temporary.unlink(missing_ok=True)
         raise ComparisonError(
             f"The comparison could not be saved to {target}: {error.strerror or error}. Free some space in the "
             "data folder; the runs' sessions are saved apart."

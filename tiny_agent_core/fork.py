@@ -28,12 +28,12 @@ Decisions:
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tiny_agent_core.atomic_files import write_atomically
 from tiny_agent_core.errors import SessionError
 from tiny_agent_core.session import facts
 from tiny_agent_core.session.store import SessionStore
@@ -294,14 +294,4 @@ def _write_origin(session_file: Path, origin: ForkOrigin) -> None:
 
 def _write_json(target: Path, value: Any) -> None:
     """Write a sidecar atomically (temporary file, fsync, rename), mode 0600."""
-    temporary = target.with_name(f".{target.name}.{os.urandom(6).hex()}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(value, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, target)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+    write_atomically(target, json.dumps(value).encode("utf-8"))
