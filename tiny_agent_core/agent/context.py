@@ -205,7 +205,11 @@ def answer_room(
     The prompt is estimated high: ``last`` (an earlier request of the same conversation, no larger) plus the new
     bytes at the ceiling rate, else all bytes at that rate; a twentieth of the window is kept free beyond it.
     """
-    size = request_bytes(messages, tools)
+    return room_for_size(context_window, request_bytes(messages, tools), last)
+
+
+def room_for_size(context_window: int, size: int, last: PromptMeasure | None = None) -> int | None:
+    """:func:`answer_room` for a request of ``size`` bytes (:func:`request_bytes`), when the caller has measured it."""
     if last is not None and size >= last.size:
         estimate = last.tokens + (size - last.size) // CEILING_BYTES_PER_TOKEN
     else:

@@ -215,7 +215,7 @@ class ModelSteps:
         self._step_finished(step, completed, cost)
         self._check_tools_reached(step, response)
         if response.usage is not None:
-            self._streamer.measure(step.messages, step.tools, response.usage)
+            self._streamer.measure(response.usage)
         for index, call in enumerate(response.message.calls):
             self._emit(ToolCallProposed(step.step_id, index, call.id, call.function.name, call.function.arguments))
         if response.message.calls:

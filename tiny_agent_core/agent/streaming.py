@@ -20,7 +20,7 @@ import logging
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from tiny_agent_core.agent.context import PromptMeasure, answer_room, request_bytes
+from tiny_agent_core.agent.context import PromptMeasure, request_bytes, room_for_size
 from tiny_agent_core.agent.events import DialectLearned, EventSink, TextDelta, ToolCallDelta
 from tiny_agent_core.errors import ProviderError
 from tiny_agent_core.providers.capture import RawCapture
@@ -70,6 +70,8 @@ class Streamer:
         """The wire capture of the last request (``None`` until one was sent)."""
         self._server_state: ServerState | None = None
         self._last_prompt: PromptMeasure | None = None
+        self._sent_size: int | None = None
+        """The size of the last request sent to a local server (:func:`request_bytes`), measured once."""
 
     async def stream(
         self, messages: list[dict[str, Any]], step_id: str, tools: list[dict[str, Any]] | None, *, chained: bool
@@ -77,9 +79,11 @@ class Streamer:
         """Send one request and return its answer; ``chained``: the profile keeps server state and this request
         continues the conversation (not a compaction)."""
         window = self.profile.context_length
-        room = None
-        if window is not None and self.profile.is_local:
-            room = answer_room(window, messages, tools, self._last_prompt)
+        room = self._sent_size = None
+        if self.profile.is_local:  # measured even without a window yet: it may be known by the next request
+            self._sent_size = request_bytes(messages, tools)
+            if window is not None:
+                room = room_for_size(window, self._sent_size, self._last_prompt)
         stream = self.client.stream_chat(
             self.profile,
             model=self.model,
@@ -106,11 +110,11 @@ class Streamer:
             self._learn(stream)
         raise ProviderError("The provider stream ended without a result.")  # pragma: no cover - client guarantees
 
-    def measure(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, usage: Usage) -> None:
-        """Remember an answered request's size and prompt tokens (only :func:`answer_room`, for local servers,
-        reads them)."""
-        if self.profile.is_local:
-            self._last_prompt = PromptMeasure(request_bytes(messages, tools), usage.prompt)
+    def measure(self, usage: Usage) -> None:
+        """Remember the size and prompt tokens of the request just answered (only :func:`room_for_size`, for local
+        servers, reads them)."""
+        if self._sent_size is not None:
+            self._last_prompt = PromptMeasure(self._sent_size, usage.prompt)
 
     def _held_state(self, messages: list[dict[str, Any]], chained: bool) -> ConversationState | None:
         """What the server still holds of ``messages`` (after the system prompt), for a profile that keeps server
