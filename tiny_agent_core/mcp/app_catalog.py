@@ -11,8 +11,8 @@ so ``tiny-agent run --mcp-config <that file> --mcp files`` reads it too. The ser
 catalog is; ``enabled`` must list distinct aliases of the file. A missing file is an empty catalog; an unreadable
 or invalid one is a :class:`~tiny_agent_core.mcp.errors.McpCatalogError` that names the place. The file is
 written atomically and readable by the user only (an ``env`` may hold a server's credentials); a remote server's
-token is never in it: it lives in the keyring under :func:`~tiny_agent_core.mcp.connection.token_key` (the
-connection module loads the SDK, so the name is repeated here as :func:`token_entry`).
+token is never in it: it lives in the keyring under :func:`token_entry`, read through a :class:`TokenReader` (both
+here, not in the connection module, so that they load without the SDK).
 
 Nothing is discovered: a Claude Desktop file is read only when the user picks it (:func:`import_servers`).
 """
@@ -24,6 +24,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from tiny_agent_core.mcp.catalog import (
     MAX_CATALOG_BYTES,
@@ -40,6 +41,7 @@ from tiny_agent_core.paths import config_dir
 __all__ = [
     "APP_CATALOG_FILE",
     "AppCatalog",
+    "TokenReader",
     "app_catalog_path",
     "import_servers",
     "load_app_catalog",
@@ -81,8 +83,16 @@ def spec_of(alias: str, entry: Mapping[str, object]) -> ServerSpec:
     return parse_catalog({"servers": {alias: dict(entry)}}).servers[alias]
 
 
+class TokenReader(Protocol):
+    """Where the servers' tokens are kept (:class:`tiny_agent_core.secrets.KeyStore` is one)."""
+
+    def get(self, profile_id: str, /) -> str | None:
+        """The secret stored under ``profile_id`` (see :func:`token_entry`), or ``None``."""
+        ...
+
+
 def token_entry(alias: str) -> str:
-    """The keyring entry of a remote server's bearer token (the same as ``connection.token_key``)."""
+    """The keyring entry (user name, under the app's service) holding the bearer token of the server ``alias``."""
     return f"mcp:{alias}"
 
 

@@ -24,10 +24,10 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from tiny_agent_core.errors import SecretStoreError
-from tiny_agent_core.mcp.app_catalog import AppCatalog, load_app_catalog, token_entry
+from tiny_agent_core.mcp.app_catalog import AppCatalog, TokenReader, load_app_catalog, token_entry
 from tiny_agent_core.mcp.catalog import HttpServer, ServerSpec, StdioServer
 from tiny_agent_core.mcp.errors import McpCatalogError, McpConnectError, McpError
 from tiny_agent_core.mcp.exchanges import McpExchanges, ServerKind
@@ -42,14 +42,6 @@ __all__ = ["CONNECT_TIMEOUT", "AppServers", "ProbedTool", "TokenReader", "probe_
 CONNECT_TIMEOUT = 10.0
 """Seconds a server has to start, shake hands and list its tools (the same as ``connection.CONNECT_TIMEOUT``,
 repeated so that this module loads without the SDK)."""
-
-
-class TokenReader(Protocol):
-    """Where the servers' tokens are kept (:class:`tiny_agent_core.secrets.KeyStore` is one)."""
-
-    def get(self, profile_id: str, /) -> str | None:
-        """The secret stored under ``profile_id``, or ``None``."""
-        ...
 
 
 class _ReadTokens:

@@ -30,7 +30,7 @@ import json
 import os
 import urllib.request
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any, Protocol, TextIO, cast
+from typing import Any, TextIO, cast
 from urllib.parse import urlsplit
 
 import httpx2
@@ -41,6 +41,8 @@ from mcp_types import CallToolResult
 from mcp_types import Tool as RemoteTool
 
 from tiny_agent_core.errors import SecretStoreError, ToolAborted
+from tiny_agent_core.mcp.app_catalog import TokenReader as TokenStore
+from tiny_agent_core.mcp.app_catalog import token_entry as token_key
 from tiny_agent_core.mcp.catalog import HttpServer, ServerSpec, StdioServer, is_loopback
 from tiny_agent_core.mcp.errors import McpConnectError, McpError
 from tiny_agent_core.mcp.limits import MAX_TOOLS
@@ -63,14 +65,6 @@ MAX_TOKEN = 8192
 STDERR_TAIL = 4096
 """How much of a local server's stderr is kept to explain a failure."""
 _MAX_LIST_PAGES = 16
-
-
-class TokenStore(Protocol):
-    """Where bearer tokens are kept (:class:`tiny_agent_core.secrets.KeyStore` is one)."""
-
-    def get(self, profile_id: str, /) -> str | None:
-        """The token stored under ``profile_id`` (see :func:`token_key`), or ``None``."""
-        ...
 
 
 class McpCallError(McpError):
@@ -336,11 +330,6 @@ def _token(spec: HttpServer, environ: Mapping[str, str], keys: TokenStore | None
     if spec.token_env is not None:
         raise McpConnectError(spec.alias, "configuration", f"the environment variable {spec.token_env} is not set")
     return None, ""
-
-
-def token_key(alias: str) -> str:
-    """The keyring entry (user name, under the app's service) holding the bearer token of the server ``alias``."""
-    return f"mcp:{alias}"
 
 
 def _proxy(url: str) -> str | None:
