@@ -71,14 +71,16 @@ class ModelCatalog(QObject):
 
     def entries(self) -> list[ModelEntry]:
         """Every row: per profile, its chosen model first, then the listed ones."""
-        out: list[ModelEntry] = []
-        for config in self._settings.profiles:
-            models, window = self._fetched.get(config.id, ([], None))
-            try:
-                out.extend(entries_for(config, models, self._overrides(), context=window))
-            except SettingsError as error:  # a profile this version cannot use: say so, list the rest
-                self.problems[config.name] = str(error)
-        return out
+        return [entry for config in self._settings.profiles for entry in self._entries_of(config)]
+
+    def _entries_of(self, config: ProfileConfig) -> list[ModelEntry]:
+        """One profile's rows: its chosen model first, then the listed ones."""
+        models, window = self._fetched.get(config.id, ([], None))
+        try:
+            return entries_for(config, models, self._overrides(), context=window)
+        except SettingsError as error:  # a profile this version cannot use: say so, list the rest
+            self.problems[config.name] = str(error)
+            return []
 
     @property
     def loading(self) -> bool:
@@ -126,8 +128,12 @@ class ModelCatalog(QObject):
         self.changed.emit()
 
     def entry_for(self, profile_id: str, model: str) -> ModelEntry | None:
-        """The row of ``model`` of profile ``profile_id``, if the catalog has it."""
-        return next((e for e in self.entries() if (e.profile_id, e.model) == (profile_id, model)), None)
+        """The row of ``model`` of profile ``profile_id``, if the catalog has it (only that profile's rows are built:
+        the status bar asks after every step)."""
+        config = self._settings.profile(profile_id)
+        if config is None:
+            return None
+        return next((entry for entry in self._entries_of(config) if entry.model == model), None)
 
     def close(self) -> None:
         """Stop fetches in flight (the window is closing)."""
