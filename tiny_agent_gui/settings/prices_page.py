@@ -39,7 +39,6 @@ from PySide6.QtWidgets import (
 
 from tiny_agent_core.errors import SettingsError
 from tiny_agent_core.pricing import PRICE_TABLE_VERSION, WILDCARD_MODEL, PriceOverride, Rates, rates_in_use
-from tiny_agent_core.providers.locality import is_local_url
 from tiny_agent_core.providers.profiles import PRESETS
 from tiny_agent_core.settings import CUSTOM, AppSettings
 from tiny_agent_gui.settings.providers_page import PRESET_ORDER
@@ -79,7 +78,7 @@ def configured_models(settings: AppSettings) -> list[ConfiguredModel]:
             provider = profile.provider_profile()
         except SettingsError:
             continue
-        entry = ConfiguredModel(provider.id, profile.model, is_local_url(provider.base_url))
+        entry = ConfiguredModel(provider.id, profile.model, provider.is_local)
         if entry not in found:
             found.append(entry)
     return found
