@@ -127,8 +127,6 @@ KIND = "anthropic"
 """The API kind name of this adapter (a profile's ``api``)."""
 ANTHROPIC_VERSION = "2023-06-01"
 """The ``anthropic-version`` header sent with every request."""
-DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
-"""Anthropic's own endpoint (everything before ``/messages``)."""
 DEFAULT_MAX_TOKENS = 8192
 """``max_tokens`` when the caller gives none (the API requires it): every current Claude model allows at least
 this many output tokens."""
