@@ -66,7 +66,6 @@ __all__ = [
     "RequestRecord",
     "RequestRecorder",
     "RunResult",
-    "configuration_differences",
 ]
 
 _log = logging.getLogger(__name__)
