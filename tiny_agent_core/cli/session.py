@@ -36,11 +36,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 from tiny_agent_core.cli.show import add_show_command
-from tiny_agent_core.errors import SessionCorruption, SessionError, SessionLockedError
+from tiny_agent_core.errors import LedgerError, SessionCorruption, SessionError, SessionLockedError
 from tiny_agent_core.session import SessionState, reduce_session, state_to_json
 from tiny_agent_core.session.canonical_json import js_numbers
 from tiny_agent_core.session.framing import require_header_line
@@ -221,9 +222,6 @@ def _os_failure(error: OSError, source: Path) -> dict[str, Any]:
 
 
 def _export(args: argparse.Namespace) -> int:
-    import sys
-
-    from tiny_agent_core.errors import LedgerError
     from tiny_agent_core.export import export_session, session_markdown
 
     path: Path = args.file
@@ -257,9 +255,6 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    import sys
-
-    from tiny_agent_core.errors import LedgerError
     from tiny_agent_core.export import import_session
     from tiny_agent_core.ledger import connect
 
