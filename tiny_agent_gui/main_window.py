@@ -74,6 +74,7 @@ from tiny_agent_gui.window_help import copy_when_gathered, fill_when_gathered, g
 from tiny_agent_gui.window_layout import INSPECTOR_COLLAPSE_WIDTH, chain_panes, pane_widths
 from tiny_agent_gui.window_settings import add_local_server, make_active, store_learned_dialect
 from tiny_agent_gui.window_status import (
+    TITLE_LIMIT,
     latest_recorded_usage,
     learned_words,
     model_label,
@@ -820,8 +821,8 @@ class MainWindow(QMainWindow):
         self.status_usage.show_figures(session_figures(self.timeline, session.store.state.usage, self._last_step_usage))
         title = session_title(self.timeline)
         read_only = " (read-only)" if session.read_only else ""
-        self.session_title.setText(f"{title[:100]}{read_only}")
-        self.session_title.setToolTip(title[:1000])
+        self.session_title.setText(f"{title[:TITLE_LIMIT]}{read_only}")
+        self.session_title.setToolTip(title[: TITLE_LIMIT * 10])
 
     def _show_context(self) -> None:
         """The last step's prompt tokens against the context window (the step's own, else the active model's)."""
