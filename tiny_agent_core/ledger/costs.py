@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Literal, TextIO
 
 from tiny_agent_core.ledger.index import resolve_workspace
-from tiny_agent_core.ledger.totals import decimal_from_text
+from tiny_agent_core.ledger.totals import COUNTED, decimal_from_text
 from tiny_agent_core.pricing import Overrides, price_request
 from tiny_agent_core.timestamps import utc_datetime
 from tiny_agent_core.usage import Usage
@@ -275,10 +275,6 @@ def _exact_sum(joined: str | None) -> tuple[Decimal | None, int]:
 
 def _local_ms(day: date) -> int:
     return int(datetime(day.year, day.month, day.day).timestamp() * 1000)
-
-
-COUNTED = "NOT EXISTS (SELECT 1 FROM requests AS original WHERE original.attempt_id = r.copy_of)"
-"""The condition on a request row ``r`` that it is counted: not a copy of a request that is itself in the index."""
 
 
 def _conditions(selection: Selection) -> tuple[list[str], list[Any], list[str], list[Any]]:

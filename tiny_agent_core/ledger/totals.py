@@ -7,6 +7,9 @@ from decimal import Decimal, InvalidOperation, localcontext
 
 from tiny_agent_core.errors import LedgerError
 
+COUNTED = "NOT EXISTS (SELECT 1 FROM requests AS original WHERE original.attempt_id = r.copy_of)"
+"""The condition on a request row ``r`` that it is counted: not a copy of a request that is itself in the index."""
+
 
 def decimal_from_text(text: str) -> Decimal:
     """Parse a stored money string; raises ``LedgerError`` if the database holds something else."""
@@ -19,14 +22,12 @@ def decimal_from_text(text: str) -> Decimal:
 
 def refresh_request_totals(conn: sqlite3.Connection, session_id: str) -> None:
     """Recompute a session's request counts and its exact (Decimal) cost total from its ``requests`` rows: its own
-    physical requests, so a fork's copies of requests still in the index are left out (as in the cost reports,
-    :data:`tiny_agent_core.ledger.costs.COUNTED`)."""
+    physical requests, so a fork's copies of requests still in the index are left out (:data:`COUNTED`, as in the
+    cost reports)."""
     known: list[Decimal] = []
     count = unknown_cost = unknown_usage = 0
     for cost, input_tokens in conn.execute(
-        "SELECT cost, input_tokens FROM requests AS r WHERE session_id = ? AND NOT EXISTS "
-        "(SELECT 1 FROM requests AS original WHERE original.attempt_id = r.copy_of)",
-        (session_id,),
+        f"SELECT cost, input_tokens FROM requests AS r WHERE session_id = ? AND {COUNTED}", (session_id,)
     ):
         count += 1
         unknown_usage += input_tokens is None
