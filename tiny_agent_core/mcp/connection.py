@@ -294,6 +294,11 @@ async def _http_transport(
     token, source = _token(spec, environ, keys)
     if token is not None:
         secrets.append(token)
+        url = urlsplit(spec.url)
+        if url.scheme == "http" and not is_loopback(url.hostname or ""):
+            # the catalog refuses a tokenEnv here; a keyring token is only known now
+            message = f"the token in {source} is only sent over https (or to this machine)"
+            raise McpConnectError(spec.alias, "configuration", message)
         if len(token) > MAX_TOKEN or not token.isascii() or not token.isprintable() or " " in token:
             # said without the value: an HTTP library's own error would quote the header
             message = f"the token in {source} cannot be sent as a bearer token"
