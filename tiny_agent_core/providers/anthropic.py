@@ -79,9 +79,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import httpx
-from httpx_sse import EventSource
-
 from tiny_agent_core.errors import (
     AuthenticationError,
     ContentFilteredError,
@@ -682,12 +679,11 @@ _STREAM_EVENTS = frozenset(
 def normalize_sse_text(
     text: str, limits: Limits = DEFAULT_LIMITS, *, new_id: IdFactory = new_tool_call_id
 ) -> NormalizedResponse:
-    """Normalize a complete recorded SSE stream, decoded with httpx-sse exactly as a live response is."""
-    response = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=text.encode("utf-8"))
-    accumulator = StreamAccumulator(limits, new_id)
-    for sse in EventSource(response).iter_sse():
-        accumulator.feed(sse.event, sse.data)
-    return accumulator.finish()
+    """Normalize a complete recorded SSE stream, decoded with httpx-sse exactly as a live response is
+    (:func:`~tiny_agent_core.providers.api_kinds.normalize_sse_text` with this adapter)."""
+    from tiny_agent_core.providers import api_kinds  # the registry imports this module
+
+    return api_kinds.normalize_sse_text(ADAPTER, text, limits=limits, new_id=new_id)
 
 
 # --- errors --------------------------------------------------------------------------------------------------

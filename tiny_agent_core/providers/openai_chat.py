@@ -51,9 +51,6 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-import httpx
-from httpx_sse import EventSource
-
 from tiny_agent_core.errors import (
     ContentFilteredError,
     EmptyStreamError,
@@ -620,13 +617,12 @@ def normalize_sse_text(
     """Normalize a complete recorded SSE stream (the raw ``text/event-stream`` text).
 
     Decodes with httpx-sse, exactly as a live streamed response is decoded, then runs :class:`StreamAccumulator`
-    (``limits`` as for a live stream).
+    (``limits`` as for a live stream): :func:`~tiny_agent_core.providers.api_kinds.normalize_sse_text` with this
+    adapter.
     """
-    response = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=text.encode("utf-8"))
-    accumulator = StreamAccumulator(new_id=new_id, limits=limits)
-    for sse in EventSource(response).iter_sse():
-        accumulator.feed(sse.event, sse.data)
-    return accumulator.finish()
+    from tiny_agent_core.providers import api_kinds  # the registry imports this module
+
+    return api_kinds.normalize_sse_text(ADAPTER, text, limits=limits, new_id=new_id)
 
 
 @dataclass(frozen=True)
