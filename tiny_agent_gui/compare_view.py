@@ -330,11 +330,6 @@ class CompareView(QWidget):
         """The comparison shown: the current run's, or one reopened."""
         return self._comparison
 
-    @property
-    def saved_comparisons(self) -> list[Comparison]:
-        """The earlier comparisons listed, newest first."""
-        return list(self._saved)
-
     def showEvent(self, event: QShowEvent) -> None:
         """List the earlier comparisons the first time the view is shown."""
         super().showEvent(event)

@@ -533,10 +533,6 @@ class InspectorPane(QWidget):
         if not self.tabs.isTabVisible(self.tabs.currentIndex()):
             self.tabs.setCurrentIndex(0)
 
-    def set_exchange_loader(self, load_exchange: ExchangeLoader | None) -> None:
-        """Look up MCP calls' raw exchanges with ``load_exchange`` from now on."""
-        self._load_exchange = load_exchange
-
     def show_mcp(self) -> None:
         """Bring the MCP tab forward (when the shown call is an MCP call)."""
         if self.tabs.isTabVisible(self.tabs.indexOf(self.mcp)):
