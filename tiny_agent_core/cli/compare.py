@@ -45,7 +45,7 @@ from typing import Any
 
 from tiny_agent_core.cli.arguments import existing_folder, positive_int
 from tiny_agent_core.cli.index import report_recovery
-from tiny_agent_core.cli.output import one_line
+from tiny_agent_core.cli.output import fail, one_line
 from tiny_agent_core.compare import MAX_CONTENDERS, MIN_CONTENDERS, CompareRun, Contender, RunReport
 from tiny_agent_core.comparisons import ComparisonError
 from tiny_agent_core.errors import LedgerError, SecretStoreError, SettingsError
@@ -144,11 +144,6 @@ def _line(spec: tuple[str, str], report: RunReport, comparison_id: str) -> dict[
     return out
 
 
-def _fail(kind: str, error: BaseException) -> int:
-    print(json.dumps({"error": {"kind": kind, "message": one_line(error)}}, ensure_ascii=False), file=sys.stderr)
-    return 2
-
-
 async def _compare(args: argparse.Namespace, contenders: list[Contender], ledger: sqlite3.Connection) -> int:
     async with ProviderClient() as client:
 
@@ -177,7 +172,7 @@ async def _compare(args: argparse.Namespace, contenders: list[Contender], ledger
         try:
             reports = await run.run()
         except ComparisonError as error:
-            return _fail("comparison", error)
+            return fail("comparison", error)
         finally:
             loop.remove_signal_handler(signal.SIGINT)
     for spec, report in zip(args.model, reports, strict=True):
@@ -193,7 +188,7 @@ def compare_command(args: argparse.Namespace) -> int:
     try:
         conn = connect()
     except LedgerError as error:
-        return _fail("index", error)
+        return fail("index", error)
     with contextlib.closing(conn):
         report_recovery(conn)
         return asyncio.run(_compare(args, contenders, conn))

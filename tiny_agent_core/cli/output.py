@@ -1,8 +1,10 @@
-"""Writing the commands' output: one-line messages, and stdout that its reader closed early (``| head``)."""
+"""Writing the commands' output: one-line messages, the JSON error line, and stdout that its reader closed early
+(``| head``)."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 
@@ -18,3 +20,9 @@ def discard_stdout() -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
+
+
+def fail(kind: str, error: BaseException) -> int:
+    """Print ``{"error": {"kind", "message"}}`` as one stderr line and return the failure exit status, 2."""
+    print(json.dumps({"error": {"kind": kind, "message": one_line(error)}}, ensure_ascii=False), file=sys.stderr)
+    return 2

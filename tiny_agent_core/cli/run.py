@@ -91,7 +91,7 @@ from tiny_agent_core.agent.recording import LedgerRecorder
 from tiny_agent_core.cli.api_option import add_api_option, with_api
 from tiny_agent_core.cli.arguments import base_url, existing_folder, positive_int, request_timeouts, seconds
 from tiny_agent_core.cli.index import report_recovery
-from tiny_agent_core.cli.output import discard_stdout, one_line
+from tiny_agent_core.cli.output import discard_stdout, fail, one_line
 from tiny_agent_core.cost_sums import CostSum
 from tiny_agent_core.errors import (
     AgentError,
@@ -498,7 +498,7 @@ async def _session_run(
             else:
                 store = SessionStore.create(args.workspace, model=args.model, provider=profile.id)
         except (TinyAgentError, OSError, ValueError) as error:
-            return _fail("session", error)
+            return fail("session", error)
         print(f"session {store.session_id} ({store.path})", file=sys.stderr, flush=True)
         try:
             ledger = _Ledger(conn, store.path, workspace, [key] if key else [])
@@ -521,11 +521,6 @@ def _api_key(args: argparse.Namespace) -> str | None:
         return check_api_key(value)
     except ProviderConfigurationError as error:
         parser.error(f"{args.api_key_env}: {error}")
-
-
-def _fail(kind: str, error: BaseException) -> int:
-    print(json.dumps({"error": {"kind": kind, "message": one_line(error)}}, ensure_ascii=False), file=sys.stderr)
-    return 2
 
 
 def _mcp_catalog(args: argparse.Namespace, mcp_allows: Sequence[McpAllow]) -> Catalog | None:
@@ -558,11 +553,11 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         conn = connect()  # before the session is touched: a failure here leaves nothing half done
     except LedgerError as error:
-        return _fail("index", error)
+        return fail("index", error)
     with contextlib.closing(conn):
         report_recovery(conn)
         try:
             session_path = find_session(args.workspace, args.session) if args.session else None
         except (TinyAgentError, OSError, ValueError) as error:
-            return _fail("session", error)
+            return fail("session", error)
         return asyncio.run(_session_run(args, conn, profile, key, session_path, catalog, builtins, mcp_allows))
