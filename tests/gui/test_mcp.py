@@ -222,6 +222,7 @@ async def test_importing_a_claude_desktop_file(qtbot: QtBot, tmp_path: Path, mem
     page = dialog.mcp
     assert page is not None
     page.import_button.click()
+    await page.wait_idle()
     assert page.table.rowCount() == 1
     assert cell(page.table, 0, 3).text() == shlex.join(["npx", "-y", "files-server"])
     assert cell(page.table, 0, 0).checkState() == Qt.CheckState.Unchecked  # imported servers start disabled

@@ -387,11 +387,20 @@ class McpPage(QWidget):
         picked = self._chooser(self, "Import MCP servers from a Claude Desktop config file")
         if not picked:
             return
+        task = asyncio.ensure_future(self._import(picked))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _import(self, picked: str) -> None:
+        """Read ``picked`` in a worker thread (a slow or stuck file must not freeze the dialog), then stage it."""
         try:
-            added, skipped = import_servers(picked, self._servers)
+            added, skipped = await asyncio.to_thread(import_servers, picked, list(self._servers))
         except McpCatalogError as error:
             self.test_status.setText(f"Nothing was imported: {error}")
             return
+        for alias in [alias for alias in added if alias in self._servers]:  # added meanwhile: kept, as before
+            del added[alias]
+            skipped.append(alias)
         for spec in added.values():
             self.add(spec, enabled=False)
         words = f"Imported {len(added)} server(s), not enabled yet: tick Enabled for those the window should start."
@@ -529,6 +538,11 @@ class McpPage(QWidget):
         if name is not None:
             checked = item.checkState() == Qt.CheckState.Checked
             (self._always.add if checked else self._always.discard)(name)
+
+    async def wait_idle(self) -> None:
+        """Wait until the running Test and import have finished (tests)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
     def cancel_tasks(self) -> None:
         """Stop waiting for a running Test (the dialog is closing; the worker ends within the connect timeout)."""
