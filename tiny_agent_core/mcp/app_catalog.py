@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import Protocol
 
 from tiny_agent_core.mcp.catalog import (
-    MAX_CATALOG_BYTES,
     Catalog,
     ServerSpec,
     catalog_document,
     load_catalog,
     parse_catalog,
+    read_catalog_bytes,
     save_catalog,
 )
 from tiny_agent_core.mcp.errors import McpCatalogError
@@ -99,14 +99,9 @@ def token_entry(alias: str) -> str:
 def load_app_catalog(path: str | os.PathLike[str]) -> AppCatalog:
     """The app catalog in ``path``; empty when the file does not exist. Raises :class:`McpCatalogError`."""
     try:
-        with open(path, "rb") as file:
-            data = file.read(MAX_CATALOG_BYTES + 1)
+        data = read_catalog_bytes(path)
     except FileNotFoundError:
         return AppCatalog()
-    except OSError as error:
-        raise McpCatalogError(f"the MCP catalog {os.fspath(path)} cannot be read: {error.strerror or error}") from None
-    if len(data) > MAX_CATALOG_BYTES:
-        raise McpCatalogError(f"the MCP catalog {os.fspath(path)} is larger than {MAX_CATALOG_BYTES} bytes")
     try:
         value = json.loads(data.decode("utf-8-sig"))
     except (ValueError, RecursionError) as error:  # UnicodeDecodeError is a ValueError

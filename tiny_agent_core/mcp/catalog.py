@@ -30,6 +30,7 @@ import ipaddress
 import json
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -163,15 +164,36 @@ def save_catalog(path: str | os.PathLike[str], catalog: Catalog, *, enabled: Ite
         raise
 
 
-def load_catalog(path: str | os.PathLike[str]) -> Catalog:
-    """Read and parse the catalog file at ``path`` (at most :data:`MAX_CATALOG_BYTES`)."""
+def read_catalog_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of the catalog file at ``path``: a regular file (a FIFO or a device is refused, never waited on) of
+    at most :data:`MAX_CATALOG_BYTES`. Raises ``FileNotFoundError`` when it does not exist, else
+    :class:`McpCatalogError`."""
+    where = os.fspath(path)
     try:
-        with open(path, "rb") as file:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise
+    except OSError as error:
+        raise McpCatalogError(f"the MCP catalog {where} cannot be read: {error.strerror or error}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise McpCatalogError(f"the MCP catalog {where} is not a regular file")
+    try:
+        with os.fdopen(fd, "rb") as file:
             data = file.read(MAX_CATALOG_BYTES + 1)
     except OSError as error:
-        raise McpCatalogError(f"the MCP catalog {os.fspath(path)} cannot be read: {error.strerror or error}") from None
+        raise McpCatalogError(f"the MCP catalog {where} cannot be read: {error.strerror or error}") from None
     if len(data) > MAX_CATALOG_BYTES:
-        raise McpCatalogError(f"the MCP catalog {os.fspath(path)} is larger than {MAX_CATALOG_BYTES} bytes")
+        raise McpCatalogError(f"the MCP catalog {where} is larger than {MAX_CATALOG_BYTES} bytes")
+    return data
+
+
+def load_catalog(path: str | os.PathLike[str]) -> Catalog:
+    """Read and parse the catalog file at ``path`` (see :func:`read_catalog_bytes`)."""
+    try:
+        data = read_catalog_bytes(path)
+    except FileNotFoundError as error:
+        raise McpCatalogError(f"the MCP catalog {os.fspath(path)} cannot be read: {error.strerror or error}") from None
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tiny_agent_core.errors import SettingsError
+from tiny_agent_core.mcp.app_catalog import load_app_catalog
 from tiny_agent_core.mcp.catalog import (
     DEFAULT_CALL_TIMEOUT_MS,
     MAX_CATALOG_BYTES,
@@ -230,3 +232,15 @@ def test_any_parsed_catalog_survives_a_save(value: object) -> None:
     except McpCatalogError:
         return
     assert parse_catalog(json.loads(json.dumps(catalog_document(catalog)))) == catalog
+
+
+def test_a_catalog_that_is_not_a_regular_file_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "catalog.json"
+    os.mkfifo(fifo)
+    with pytest.raises(McpCatalogError, match="not a regular file"):
+        load_catalog(fifo)
+    with pytest.raises(McpCatalogError, match="not a regular file"):
+        load_app_catalog(fifo)
+    assert load_app_catalog(tmp_path / "missing.json").servers == {}
+    with pytest.raises(McpCatalogError, match="cannot be read"):
+        load_catalog(tmp_path / "missing.json")
