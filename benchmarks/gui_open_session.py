@@ -6,11 +6,14 @@ Preparation (not timed, in this process): temporary data and config folders (``T
 ``TINY_AGENT_CONFIG_DIR``) with one workspace holding a valid session of at least ``--messages`` messages, written
 with the core's fact builders (``tests/core/session/builders.py``): runs of a user prompt, an assistant tool call
 (``read`` or ``bash``), its tool result, and a Markdown answer (every third one with a fenced Python block), so
-the transcript holds user, assistant and tool rows. Plus a one-run session to switch to between measurements.
+the transcript holds user, assistant and tool rows; ``--repeat`` copies of it, each with its own id, so that every
+copy can be opened for the first time. Plus a one-run session to switch to between measurements.
 The workspace is indexed, so the ledger enrichment runs as in the app.
 
 Measurement, in a fresh child process (so its peak RSS is the window's, not the generator's): the app's bootstrap
-(``make_services``, ``MainWindow``, qasync loop), window shown and painted. Then ``--repeat`` times: open the small
+(``make_services``, ``MainWindow``, qasync loop), window shown and painted. Then for each copy, twice — its
+``first_open`` in this window, and a ``reopen`` after another session was opened (the window keeps the last closed
+sessions and reuses them while their files are unchanged: ``tiny_agent_gui/session_loading.py``) —: open the small
 session, let it paint, and time ``window.controller.open(big)`` (it returns at once: the store is opened — lock,
 read, strict validation — and the timeline built and enriched from the ledger in a worker thread; then the model
 is set and the view laid out on the GUI thread) up to the first paint of the transcript viewport that shows the
@@ -24,11 +27,12 @@ to the newest (``scrollToBottom``, as Ctrl+End does) up to the first paint that 
 shows no last row within 10 s is reported with where it stopped (``jump_to_newest_stopped_short_at``) instead of
 failing the run.
 
-Prints one JSON object: medians and runs (ms) of open → first paint, → next turn, → newest message painted, the
-longest GUI stall, and of the jump to the newest, RSS with the big session open (current, from
-``/proc/self/statm``) and the child's peak RSS (``ru_maxrss``), with the targets (first paint ≤ 150 ms, ≤ 250 MB).
-Every wait for a paint has a timeout, the child a deadline of ``CHILD_DEADLINE_S`` and the whole benchmark one of
-``DEADLINE_S`` (:mod:`benchmarks.deadline`): a run that hangs ends with a message and exit status 3.
+Prints one JSON object with ``first_open`` and ``reopen`` each holding: medians and runs (ms) of open → first paint,
+→ next turn, → newest message painted, the longest GUI stall, and of the jump to the newest; RSS with the big
+session open (current, from ``/proc/self/statm``) and the child's peak RSS (``ru_maxrss``), with the targets (first
+paint ≤ 150 ms, ≤ 250 MB). Every wait for a paint has a timeout, the child a deadline of ``CHILD_DEADLINE_S`` and
+the whole benchmark one of ``DEADLINE_S`` (:mod:`benchmarks.deadline`): a run that hangs ends with a message and
+exit status 3.
 """
 
 from __future__ import annotations
@@ -204,8 +208,8 @@ async def _jump_to_newest(window: MainWindow, paints: Any, runs: dict[str, list[
         runs["jump_missed"].append(_where(window.transcript))
 
 
-def _child(big: Path, small: Path, repeat: int) -> None:
-    """Bootstrap the window, open ``big`` ``repeat`` times; print the timings as JSON."""
+def _child(small: Path, bigs: list[Path]) -> None:
+    """Bootstrap the window; open each of ``bigs`` for the first time, then go back to it; print the timings."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     sys.path.insert(0, str(ROOT))
     from benchmarks.deadline import exit_after
@@ -220,20 +224,12 @@ def _child(big: Path, small: Path, repeat: int) -> None:
     from tiny_agent_gui.event_loop import HookedQEventLoop
     from tiny_agent_gui.main_window import MainWindow
 
+    def fresh_runs() -> dict[str, list[Any]]:
+        keys = ("first_paint_ms", "open_call_ms", "next_turn_ms", "newest_paint_ms", "gui_stall_ms", "settled_ms")
+        return {key: [] for key in (*keys, "view_after_open", "layout_settled", "jump_missed")}
+
     async def run() -> dict[str, Any]:
-        runs: dict[str, list[Any]] = {
-            key: []
-            for key in (
-                "first_paint_ms",
-                "open_call_ms",
-                "next_turn_ms",
-                "newest_paint_ms",
-                "gui_stall_ms",
-                "settled_ms",
-                "view_after_open",
-            )
-        }
-        runs |= {"layout_settled": [], "jump_missed": []}
+        first, again = fresh_runs(), fresh_runs()
         async with ProviderClient() as client:
             services = make_services(client)
             window = MainWindow(services)
@@ -242,19 +238,22 @@ def _child(big: Path, small: Path, repeat: int) -> None:
             window.transcript.viewport().installEventFilter(paints)
             window.show()
             await asyncio.sleep(0.3)
-            for _ in range(repeat):
-                await _open_once(window, paints, big, small, runs)
-                await _jump_to_newest(window, paints, runs)
+            for big in bigs:
+                await _open_once(window, paints, big, small, first)  # never opened in this window
+                await _jump_to_newest(window, paints, first)
+                await asyncio.sleep(0.3)
+                await _open_once(window, paints, big, small, again)  # back to it, unchanged
+                await _jump_to_newest(window, paints, again)
                 await asyncio.sleep(0.3)
             rss_open = _rss_mb()
             assert window.controller.session is not None
-            assert window.controller.session.store.path == big
+            assert window.controller.session.store.path == bigs[-1]
             rows = window.transcript.model().rowCount()
             window.controller.close()
             window.close()
             services.ledger.close()
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        return {**runs, "rows": rows, "rss_open_mb": rss_open, "peak_rss_mb": peak}
+        return {"first": first, "again": again, "rows": rows, "rss_open_mb": rss_open, "peak_rss_mb": peak}
 
     app = QApplication(sys.argv[:1])
     loop = HookedQEventLoop(app)
@@ -274,32 +273,36 @@ ANSWER = (
 CODE = "```python\ndef handle_{n}(value: int) -> int:\n    return value * {n}  # scaled\n```\n"
 
 
-def _write_session(folder: Path, messages: int, name_time: int) -> tuple[Path, int, int]:
-    """A valid session with at least ``messages`` messages; returns its path, message and line counts."""
+def _write_sessions(folder: Path, messages: int, copies: int) -> tuple[list[Path], int, int]:
+    """``copies`` valid sessions of the same messages, each with ids of its own, with at least ``messages`` messages;
+    returns their paths, the message and line counts."""
     from datetime import UTC, datetime, timedelta
 
     from tests.core.session.builders import Call, SessionScript
     from tiny_agent_core.session import facts
     from tiny_agent_core.session.store import session_file_name
 
-    script = SessionScript(seed=messages)
-    number = 0
-    while len(script.messages) < messages:
-        body = f"line {number}: " + "lorem ipsum dolor sit amet " * 8
-        call = (
-            Call("read", f'{{"path":"src/module_{number}.py"}}', body)
-            if number % 2
-            else Call("bash", '{"command":"pytest -q"}', body, "error" if number % 5 == 0 else "success")
-        )
-        answer = ANSWER.format(n=number) + (CODE.format(n=number) if number % 3 == 0 else "")
-        script.run(f"Please look at module {number} and fix the failing test.", [[call], answer])
-        number += 1
-    data = script.data()
-    old_id = data.split(b'"id":"', 1)[1].split(b'"', 1)[0]
-    new_id = facts.new_id()
-    path = folder / session_file_name(datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=name_time), new_id)
-    path.write_bytes(data.replace(old_id, new_id.encode(), 1))
-    return path, len(script.messages), len(script.lines)
+    paths = []
+    for copy in range(copies):
+        script = SessionScript(seed=messages * 100 + copy)
+        number = 0
+        while len(script.messages) < messages:
+            body = f"line {number}: " + "lorem ipsum dolor sit amet " * 8
+            call = (
+                Call("read", f'{{"path":"src/module_{number}.py"}}', body)
+                if number % 2
+                else Call("bash", '{"command":"pytest -q"}', body, "error" if number % 5 == 0 else "success")
+            )
+            answer = ANSWER.format(n=number) + (CODE.format(n=number) if number % 3 == 0 else "")
+            script.run(f"Please look at module {number} and fix the failing test.", [[call], answer])
+            number += 1
+        data = script.data()
+        old_id = data.split(b'"id":"', 1)[1].split(b'"', 1)[0]
+        new_id = facts.new_id()  # the file name's time orders the copies after the small session
+        path = folder / session_file_name(datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=messages), new_id)
+        path.write_bytes(data.replace(old_id, new_id.encode(), 1))
+        paths.append(path)
+    return paths, len(script.messages), len(script.lines)
 
 
 def main() -> None:
@@ -307,10 +310,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--messages", type=int, default=5000)
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--child", nargs=2, type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs="+", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        _child(args.child[0], args.child[1], args.repeat)
+        _child(args.child[0], args.child[1:])
         return
     sys.path.insert(0, str(ROOT))
     from dataclasses import replace
@@ -334,11 +337,11 @@ def main() -> None:
         workspace = root / "project"
         folder = workspace / ".tiny-agent" / "sessions"
         folder.mkdir(parents=True)
-        big, message_count, line_count = _write_session(folder, args.messages, 1)
-        small, _, _ = _write_session(folder, 4, 0)
+        bigs, message_count, line_count = _write_sessions(folder, args.messages, args.repeat)
+        small = _write_sessions(folder, 4, 1)[0][0]
         conn = connect()
         report = scan_workspace(conn, workspace)
-        assert report.indexed == 2, report
+        assert report.indexed == args.repeat + 1, report
         assert not report.corrupt, report
         conn.close()
         settings = AppSettings.load()
@@ -350,11 +353,9 @@ def main() -> None:
             [
                 sys.executable,
                 str(Path(__file__).resolve()),
-                "--repeat",
-                str(args.repeat),
                 "--child",
-                str(big),
                 str(small),
+                *map(str, bigs),
             ],
             env=env,
             cwd=tmp,
@@ -366,12 +367,28 @@ def main() -> None:
         if process.returncode != 0:
             sys.exit(f"child failed ({process.returncode}):\n{process.stderr}")
         child = json.loads(process.stdout.strip().splitlines()[-1])
-        file_mb = big.stat().st_size / 1e6
-
-    jumps = child["settled_ms"]
+        file_mb = bigs[0].stat().st_size / 1e6
 
     def rounded(values: list[float]) -> list[float]:
         return [round(value, 1) for value in values]
+
+    def median(values: list[float]) -> float | None:
+        return round(statistics.median(values), 1) if values else None
+
+    def opens(runs: dict[str, list[Any]]) -> dict[str, Any]:
+        return {
+            "to_first_paint_median_ms": median(runs["first_paint_ms"]),
+            "to_first_paint_runs_ms": rounded(runs["first_paint_ms"]),
+            "open_call_median_ms": median(runs["open_call_ms"]),
+            "to_next_turn_after_paint_median_ms": median(runs["next_turn_ms"]),
+            "to_newest_painted_median_ms": median(runs["newest_paint_ms"]),
+            "longest_gui_stall_median_ms": median(runs["gui_stall_ms"]),
+            "longest_gui_stall_runs_ms": rounded(runs["gui_stall_ms"]),
+            "view_after_open": runs["view_after_open"],
+            "layout_settled_after_open": runs["layout_settled"],
+            "jump_to_newest_median_ms": median(runs["settled_ms"]),
+            "jump_to_newest_stopped_short_at": runs["jump_missed"],
+        }
 
     print(
         json.dumps(
@@ -380,19 +397,8 @@ def main() -> None:
                 "transactions": line_count - 1,
                 "file_mb": round(file_mb, 2),
                 "transcript_rows": child["rows"],
-                "open_to_first_paint_median_ms": round(statistics.median(child["first_paint_ms"]), 1),
-                "open_to_first_paint_runs_ms": rounded(child["first_paint_ms"]),
-                "open_call_median_ms": round(statistics.median(child["open_call_ms"]), 1),
-                "open_to_next_turn_after_paint_median_ms": round(statistics.median(child["next_turn_ms"]), 1),
-                "open_to_newest_painted_median_ms": round(statistics.median(child["newest_paint_ms"]), 1),
-                "open_to_newest_painted_runs_ms": rounded(child["newest_paint_ms"]),
-                "longest_gui_stall_while_opening_median_ms": round(statistics.median(child["gui_stall_ms"]), 1),
-                "longest_gui_stall_while_opening_runs_ms": rounded(child["gui_stall_ms"]),
-                "view_after_open": child["view_after_open"],
-                "layout_settled_after_open": child["layout_settled"],
-                "jump_to_newest_median_ms": round(statistics.median(jumps), 1) if jumps else None,
-                "jump_to_newest_runs_ms": rounded(jumps),
-                "jump_to_newest_stopped_short_at": child["jump_missed"],
+                "first_open": opens(child["first"]),
+                "reopen": opens(child["again"]),
                 "rss_with_session_open_mb": round(child["rss_open_mb"], 1),
                 "peak_rss_mb": round(child["peak_rss_mb"], 1),
                 "target_first_paint_ms": TARGET_MS,

@@ -58,7 +58,7 @@ from tiny_agent_core.pricing import Overrides
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.providers.profiles import ProviderProfile
 from tiny_agent_core.providers.transport import Timeouts
-from tiny_agent_core.session.store import CommitObserver, SessionStore, find_session
+from tiny_agent_core.session.store import CommitObserver, SessionSnapshot, SessionStore, find_session
 from tiny_agent_core.tools.approval import ApprovalAnswer, ApprovalPolicy, ApprovalRequest, Approver, ToolSettings
 from tiny_agent_core.tools.base import Tool
 from tiny_agent_core.tools.registry import builtin_tools
@@ -92,18 +92,23 @@ class OpenedSession:
         self.store.close()
 
 
-def open_session(path: Path, *, observer: CommitObserver | None = None) -> OpenedSession:
+def open_session(
+    path: Path, *, observer: CommitObserver | None = None, resume: SessionSnapshot | None = None
+) -> OpenedSession:
     """Open ``path`` for writing, or read-only with the reason when another window or process is writing it.
 
     ``observer`` hears every committed transaction as the file is read, then every later commit (see
-    :meth:`SessionStore.open`: one walk over the file). Raises :class:`~tiny_agent_core.errors.SessionCorruption`
-    for a corrupt file.
+    :meth:`SessionStore.open`: one walk over the file). The store is resumable: closing it with
+    :meth:`SessionStore.close_keeping` gives a snapshot that ``resume`` takes to reopen the unchanged file without
+    reading its transactions again (``store.resumed``; the observer then hears only later commits). Raises
+    :class:`~tiny_agent_core.errors.SessionCorruption` for a corrupt file.
     """
     try:
-        return OpenedSession(SessionStore.open(path, observer=observer))
+        return OpenedSession(SessionStore.open(path, observer=observer, resumable=True, resume=resume))
     except SessionLockedError as error:  # refused before the file was read: the observer has heard nothing
         reason = f"{error} It is shown read-only; close it there to continue here."
-        return OpenedSession(SessionStore.open(path, read_only=True, observer=observer), reason)
+        store = SessionStore.open(path, read_only=True, observer=observer, resumable=True, resume=resume)
+        return OpenedSession(store, reason)
 
 
 def create_session(workspace: Path, profile: ProviderProfile, model: str) -> OpenedSession:
@@ -233,9 +238,16 @@ class Workbench:
         """A new session in ``workspace`` (its ``.tiny-agent/sessions/``) for ``profile`` and ``model``."""
         return create_session(Path(workspace), profile, model)
 
-    def open_session(self, path: str | os.PathLike[str], *, observer: CommitObserver | None = None) -> OpenedSession:
-        """The session file ``path``, writable or read-only with the reason (:func:`open_session`)."""
-        return open_session(Path(path), observer=observer)
+    def open_session(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        observer: CommitObserver | None = None,
+        resume: SessionSnapshot | None = None,
+    ) -> OpenedSession:
+        """The session file ``path``, writable or read-only with the reason; ``resume`` reopens it from a snapshot
+        of its closed store when the file is unchanged (:func:`open_session`)."""
+        return open_session(Path(path), observer=observer, resume=resume)
 
     def find_session(self, workspace: str | os.PathLike[str], session_id: str) -> OpenedSession:
         """Session ``session_id`` of ``workspace``, found as ``tiny-agent run --session`` finds it, then opened.

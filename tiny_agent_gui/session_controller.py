@@ -27,78 +27,20 @@ from PySide6.QtCore import QObject, Signal
 from tiny_agent_core.agent.events import DialectLearned
 from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, Agent, RunResult
 from tiny_agent_core.errors import RecoveryBlockedError, TinyAgentError
-from tiny_agent_core.ledger import connect
 from tiny_agent_core.mcp.app_servers import AppServers
 from tiny_agent_core.mcp.errors import McpError
 from tiny_agent_core.pricing import Overrides
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.providers.profiles import ProviderProfile
-from tiny_agent_core.session.fact_types import SessionFact
 from tiny_agent_core.timeline import Timeline
 from tiny_agent_core.tools.approval import Approver, ToolSettings
 from tiny_agent_core.tools.base import Tool
 from tiny_agent_core.tools.registry import ToolSet
-from tiny_agent_core.workbench import OpenedSession, Workbench, open_session, session_tools
+from tiny_agent_core.workbench import OpenedSession, Workbench, session_tools
 from tiny_agent_gui.bridge import AgentBridge
+from tiny_agent_gui.session_loading import KeptSessions, LoadedSession, close_loaded, load_session
 
 _log = logging.getLogger(__name__)
-
-
-def _load(path: Path, database: Path | None) -> tuple[OpenedSession, Timeline]:
-    """Open ``path`` and build its timeline, with the ledger's request facts when there is an index (``database``).
-
-    Runs in a worker thread (the GUI thread never reads a session file): the store it opens is handed to the GUI
-    thread, and the index is read on a connection of this thread's own. A ledger that cannot be read leaves the
-    steps' live-only facts unknown (logged); it does not keep the session from opening.
-    """
-    relay = _Relay()
-    session = open_session(path, observer=relay)  # one walk over the file validates it and feeds the timeline
-    try:
-        timeline = Timeline(session.store.state.header)
-        relay.follow(timeline)
-        if database is not None:
-            try:
-                conn = connect(database, migrate=False)
-                try:
-                    timeline.enrich(conn)
-                finally:
-                    conn.close()
-            except (TinyAgentError, sqlite3.Error) as error:
-                _log.warning("the index could not add request facts to %s: %s", path.name, error)
-    except BaseException:
-        session.store.close()
-        raise
-    return session, timeline
-
-
-class _Relay:
-    """A commit observer that keeps the transactions a store reads while it opens (the timeline needs the store's
-    header first), then hands them and every later commit to the timeline."""
-
-    def __init__(self) -> None:
-        self._heard: list[list[SessionFact]] | None = []
-        self._timeline: Timeline | None = None
-
-    def __call__(self, facts: list[SessionFact]) -> None:
-        if self._timeline is not None:
-            self._timeline.apply(facts)
-        else:
-            assert self._heard is not None
-            self._heard.append(facts)
-
-    def follow(self, timeline: Timeline) -> None:
-        """Apply what was heard to ``timeline``, then keep it current."""
-        assert self._heard is not None
-        for facts in self._heard:
-            timeline.apply(facts)
-        self._heard = None
-        self._timeline = timeline
-
-
-def _close_loaded(loading: asyncio.Future[tuple[OpenedSession, Timeline]]) -> None:
-    """A superseded open finished in its worker thread: release the session it opened."""
-    if not loading.cancelled() and loading.exception() is None:
-        loading.result()[0].store.close()
 
 
 @dataclass(frozen=True)
@@ -177,6 +119,8 @@ class SessionController(QObject):
         self._task: asyncio.Task[None] | None = None
         self._opening: asyncio.Task[None] | None = None
         self._timeline: Timeline | None = None
+        self._kept = KeptSessions()
+        """The sessions closed last, ready to reopen without reading them again (see :mod:`.session_loading`)."""
         self._abort: asyncio.Future[bool] | None = None
         self._closing: set[asyncio.Task[None]] = set()
         self.bridge.dialect_learned.connect(self._dialect_learned)
@@ -243,7 +187,8 @@ class SessionController(QObject):
         """Open a session file (read-only if another writer holds it); recover it when a crash left it open.
 
         Reading and strictly validating the file and building its timeline take a while for a long session, so they
-        run in a worker thread while the window goes on painting (see :func:`_load`). Until they are done the open
+        run in a worker thread while the window goes on painting (see :func:`.session_loading.load_session`; a session
+        closed a moment ago and unchanged since is reused, not read again). Until they are done the open
         counts as an operation (:attr:`busy`; :meth:`wait_idle` waits for it and for the recovery it may start);
         :attr:`session_opened` fires once the session and its :attr:`timeline` are ready. Opening another session
         meanwhile supersedes this one. Returns the task, or ``None`` when nothing was started: the session is
@@ -265,11 +210,12 @@ class SessionController(QObject):
         return task
 
     async def _open(self, path: Path) -> None:
-        loading = asyncio.get_running_loop().run_in_executor(None, _load, path, self._workbench.database)
+        kept = self._kept.take(path)
+        loading = asyncio.get_running_loop().run_in_executor(None, load_session, path, self._workbench.database, kept)
         try:
-            opened, timeline = await asyncio.shield(loading)
+            loaded: LoadedSession = await asyncio.shield(loading)
         except asyncio.CancelledError:  # superseded: the worker still finishes; release what it opened
-            loading.add_done_callback(_close_loaded)
+            loading.add_done_callback(close_loaded)
             raise
         except (TinyAgentError, OSError) as error:
             self._opening = None
@@ -277,6 +223,9 @@ class SessionController(QObject):
             self.busy_changed.emit(False)
             return
         self._opening = None  # loaded: from here on (a recovery) only Esc stops this operation
+        opened, timeline = loaded.session, loaded.timeline
+        for row in loaded.requests or ():  # a reused timeline: the ledger may know more than when it was closed
+            timeline.enrich_request(row)
         self._switch(opened, timeline)
         agent = None
         if not opened.read_only and opened.store.state.operation.kind != "idle":
@@ -362,7 +311,9 @@ class SessionController(QObject):
             self._closing.add(task)
             task.add_done_callback(self._closing.discard)
         if self._session is not None:
-            self._session.store.close()
+            snapshot = self._session.store.close_keeping()
+            if snapshot is not None and self._timeline is not None:
+                self._kept.keep(snapshot, self._timeline)
         self._session, self._tools, self._agent, self._agent_key = None, None, None, None
 
     async def aclose(self) -> None:

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from tests.core.session.builders import Call, SessionScript
+from tiny_agent_core.errors import SessionLockedError
 from tiny_agent_core.ledger import connect, scan_workspace
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.providers.profiles import custom_profile
@@ -24,6 +25,7 @@ from tiny_agent_core.tools.approval import AllowListApprover, ToolSettings
 from tiny_agent_core.workbench import Workbench
 from tiny_agent_gui import session_controller
 from tiny_agent_gui.session_controller import Connection, SessionController
+from tiny_agent_gui.session_loading import KEPT_BYTES, KeptSessions
 
 
 @pytest.fixture
@@ -48,7 +50,10 @@ def _session(folder: Path, runs: int) -> Path:
     script = SessionScript(seed=runs)
     for number in range(runs):
         script.run(f"prompt {number}", [[Call("read", '{"path":"a.txt"}', "A")], f"answer {number}"])
-    data = script.data()
+    return _write(folder, script.data())
+
+
+def _write(folder: Path, data: bytes) -> Path:
     session_id = json.loads(data.split(b"\n", 1)[0])["id"]
     sessions = folder / ".tiny-agent" / "sessions"
     sessions.mkdir(parents=True, exist_ok=True)
@@ -68,13 +73,13 @@ async def test_the_file_is_loaded_in_a_worker_thread_and_the_timeline_comes_with
 ) -> None:
     path = _session(tmp_path, 3)
     threads: list[threading.Thread] = []
-    load = session_controller._load
+    load = session_controller.load_session
 
     def spy(*args: Any) -> Any:
         threads.append(threading.current_thread())
         return load(*args)
 
-    monkeypatch.setattr(session_controller, "_load", spy)
+    monkeypatch.setattr(session_controller, "load_session", spy)
     opened = _record(controller.session_opened)
     busy = _record(controller.busy_changed)
     opening = controller.open(path)
@@ -149,3 +154,82 @@ async def test_a_corrupt_file_is_reported_and_nothing_stays_busy(controller: Ses
     assert busy == [True, False]
     assert len(failed) == 1
     assert failed[0].startswith(f"Cannot open {path.name}:")
+
+
+async def _open(controller: SessionController, path: Path) -> None:
+    opening = controller.open(path)
+    assert opening is not None
+    await opening
+    assert controller.session is not None
+
+
+async def test_going_back_to_an_unchanged_session_reuses_what_was_validated_and_built(
+    controller: SessionController, tmp_path: Path
+) -> None:
+    first, second = _session(tmp_path / "one", 3), _session(tmp_path / "two", 2)
+    await _open(controller, first)
+    timeline = controller.timeline
+    await _open(controller, second)
+    await _open(controller, first)
+    assert controller.session is not None
+    assert controller.session.store.resumed
+    assert controller.timeline is timeline
+    assert not controller.session.read_only
+    with pytest.raises(SessionLockedError):  # the reopened store holds the writer lock again
+        SessionStore.open(first)
+
+
+async def test_a_session_that_changed_while_closed_is_read_and_validated_again(
+    controller: SessionController, tmp_path: Path
+) -> None:
+    script = SessionScript(seed=7)
+    for number in range(3):
+        script.run(f"prompt {number}", [[Call("read", '{"path":"a.txt"}', "A")], f"answer {number}"])
+    first = _write(tmp_path / "one", script.data())
+    second = _session(tmp_path / "two", 2)
+    await _open(controller, first)
+    timeline = controller.timeline
+    assert timeline is not None
+    await _open(controller, second)
+    script.run("one more", [[Call("read", '{"path":"a.txt"}', "A")], "done"])
+    longer = script.data()
+    assert longer.startswith(first.read_bytes())
+    first.write_bytes(longer)  # another program appended a run meanwhile
+    await _open(controller, first)
+    assert controller.session is not None
+    assert not controller.session.store.resumed
+    assert controller.timeline is not timeline
+    assert len(controller.timeline.items) == len(timeline.items) + 4
+
+
+async def test_a_session_rewritten_while_closed_is_refused_not_shown_from_memory(
+    controller: SessionController, tmp_path: Path
+) -> None:
+    first, second = _session(tmp_path / "one", 3), _session(tmp_path / "two", 2)
+    await _open(controller, first)
+    await _open(controller, second)
+    data = first.read_bytes()
+    first.write_bytes(data.replace(b"prompt 1", b"prompt\x00"))  # same length, no longer valid JSON
+    failed = _record(controller.failed)
+    opening = controller.open(first)
+    assert opening is not None
+    await opening
+    assert len(failed) == 1
+    assert failed[0].startswith(f"Cannot open {first.name}:")
+    assert controller.session is None
+
+
+def test_the_kept_sessions_stay_within_their_limits(tmp_path: Path) -> None:
+    kept = KeptSessions()
+    paths = [_session(tmp_path / str(number), 1) for number in range(6)]
+    for path in paths:
+        snapshot = SessionStore.open(path, resumable=True).close_keeping()
+        assert snapshot is not None
+        kept.keep(snapshot, Timeline(snapshot.state.header))
+    assert len(kept) == 4
+    assert kept.take(paths[0]) is None  # the oldest went first
+    taken = kept.take(paths[-1])
+    assert taken is not None
+    assert taken.snapshot.path == paths[-1]
+    assert kept.take(paths[-1]) is None  # a snapshot is reused at most once
+    assert kept.kept_bytes() <= KEPT_BYTES

@@ -13,6 +13,10 @@ Compared with the reference store this one
 * is durable against power loss as well as process crashes (``fsync`` of the file after every append, of the
   directory after creating a file);
 * creates a file atomically: it appears with its complete header or not at all (a full disk leaves nothing);
+* can be reopened without reducing the file again: :meth:`SessionStore.close_keeping` gives the closed store's state
+  with a SHA-256 digest of the bytes it covers (a :class:`SessionSnapshot`), and :meth:`SessionStore.open` with
+  ``resume=`` reuses that state when the file's committed prefix is still exactly those bytes — the state was
+  validated from them — and reduces the file as usual otherwise (it changed, grew or shrank);
 * refuses, before writing anything, a transaction that has no valid JSON line (a lone surrogate, NaN/±inf),
   with :class:`TransactionRejectedError` ``MALFORMED_JSON``, as the reducer would reject it.
 
@@ -26,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -33,20 +38,24 @@ import stat
 import threading
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from tiny_agent_core.errors import SessionCorruption, SessionError, SessionLockedError, TransactionRejectedError
 from tiny_agent_core.session.fact_types import SessionFact
 from tiny_agent_core.session.facts import new_id
-from tiny_agent_core.session.framing import require_header_line
+from tiny_agent_core.session.framing import committed_length, require_header_line
 from tiny_agent_core.session.reducer import TransactionObserver, apply_transaction, reduce_session, stage_transaction
 from tiny_agent_core.session.state import SessionState
 
+if TYPE_CHECKING:
+    from hashlib import _Hash
 __all__ = [
     "ENVIRONMENT_IDENTITY_VARIABLE",
+    "SessionSnapshot",
     "SessionStore",
     "environment_identity",
     "find_session",
@@ -187,6 +196,36 @@ def _lock(fd: int, path: Path, session_id: str) -> None:
         raise SessionError(f"Cannot lock session file {path}: {error.strerror}") from error
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class SessionSnapshot:
+    """A closed store's reduced state and the SHA-256 digest of the committed bytes it was reduced from (see
+    :meth:`SessionStore.close_keeping`); :meth:`SessionStore.open` ``resume=`` reuses it at most once."""
+
+    path: Path
+    state: SessionState
+    digest: bytes
+    """SHA-256 of the file's first ``state.repaired_length`` bytes (header and every committed transaction)."""
+
+
+def _reduce(
+    data: bytes, observer: CommitObserver | None, resumable: bool, resume: SessionSnapshot | None
+) -> tuple[SessionState, _Hash | None, bool]:
+    """The state of a session file's bytes, the digest of its committed bytes when ``resumable`` (or resuming), and
+    whether the state is ``resume``'s: reused when the committed prefix is exactly the bytes ``resume`` was reduced
+    from (then ``observer`` hears nothing: there is no new transaction)."""
+    digest = None
+    if resume is not None:
+        end = committed_length(data)
+        if end == resume.state.repaired_length:
+            digest = hashlib.sha256(memoryview(data)[:end])
+            if digest.digest() == resume.digest:
+                return resume.state, digest, True
+    state = reduce_session(data, observer)
+    if (resumable or resume is not None) and digest is None:
+        digest = hashlib.sha256(memoryview(data)[: state.repaired_length])
+    return state, digest, False  # a digest computed above covers the same committed bytes
+
+
 class SessionStore:
     """One open session file: its reduced :attr:`state` and, unless read-only, the exclusive right to append.
 
@@ -202,6 +241,9 @@ class SessionStore:
         self._mutex = threading.Lock()
         self._observers: list[CommitObserver] = []
         self._closed = False
+        self._digest: _Hash | None = None
+        self.resumed = False
+        """Whether :meth:`open` reused a :class:`SessionSnapshot`'s state instead of reducing the file."""
 
     # --- opening -------------------------------------------------------------------------------------------------
 
@@ -253,11 +295,19 @@ class SessionStore:
             raise SessionError(
                 f"Could not create session {identifier} in {requested}: {error.strerror or error}"
             ) from error
-        return cls(path, state, fd)
+        store = cls(path, state, fd)
+        store._digest = hashlib.sha256(line)  # one line: keeping it resumable costs nothing
+        return store
 
     @classmethod
     def open(
-        cls, path: str | os.PathLike[str], *, read_only: bool = False, observer: CommitObserver | None = None
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        read_only: bool = False,
+        observer: CommitObserver | None = None,
+        resumable: bool = False,
+        resume: SessionSnapshot | None = None,
     ) -> Self:
         """Open an existing session file.
 
@@ -269,8 +319,15 @@ class SessionStore:
 
         ``observer`` hears every committed transaction of the file as it is reduced (the one walk over the
         file, see :func:`reduce_session`), then every later append, as if given to :meth:`observe_commits`.
+
+        ``resumable=True`` keeps a digest of the committed bytes (hashing them once, then each append) so that
+        :meth:`close_keeping` can give a :class:`SessionSnapshot`. ``resume=`` (implies ``resumable``) reuses that
+        snapshot's state when this file's committed prefix is byte for byte what it was reduced from
+        (:attr:`resumed`; the observer then hears only later appends); otherwise the file is reduced as usual.
         """
         path = Path(path)
+        if resume is not None and resume.path != path:
+            resume = None
         match = _FILE_NAME.fullmatch(path.name)
         if match is None:
             raise SessionError(f"Not a session file name (expected <stamp>_<uuidv7>.jsonl): {path.name}")
@@ -278,9 +335,9 @@ class SessionStore:
             with open(path, "rb") as handle:
                 data = handle.read()
             require_header_line(data, path.name)
-            state = reduce_session(data, observer)
+            state, digest, resumed = _reduce(data, observer, resumable, resume)
             cls._check_name(state, match.group(1))
-            return cls._opened(path, state, None, observer)
+            return cls._opened(path, state, None, observer, digest, resumed)
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -288,7 +345,7 @@ class SessionStore:
             _lock(fd, path, match.group(1))
             data = _read_all(fd)
             require_header_line(data, path.name)
-            state = reduce_session(data, observer)
+            state, digest, resumed = _reduce(data, observer, resumable, resume)
             cls._check_name(state, match.group(1))
             if state.repaired_length != len(data):
                 os.ftruncate(fd, state.repaired_length)
@@ -297,11 +354,20 @@ class SessionStore:
         except BaseException:
             os.close(fd)
             raise
-        return cls._opened(path, state, fd, observer)
+        return cls._opened(path, state, fd, observer, digest, resumed)
 
     @classmethod
-    def _opened(cls, path: Path, state: SessionState, fd: int | None, observer: CommitObserver | None) -> Self:
+    def _opened(
+        cls,
+        path: Path,
+        state: SessionState,
+        fd: int | None,
+        observer: CommitObserver | None,
+        digest: _Hash | None = None,
+        resumed: bool = False,
+    ) -> Self:
         store = cls(path, state, fd)
+        store._digest, store.resumed = digest, resumed
         if observer is not None:
             store.observe_commits(observer)
         return store
@@ -357,7 +423,10 @@ class SessionStore:
             start = 0
             while start <= end:
                 stop = data.index(b"\n", start)
-                self._notify(apply_transaction(self._state, data[start:stop]))
+                accepted = apply_transaction(self._state, data[start:stop])
+                if self._digest is not None:
+                    self._digest.update(memoryview(data)[start : stop + 1])
+                self._notify(accepted)
                 count += 1
                 start = stop + 1
             return count
@@ -424,6 +493,8 @@ class SessionStore:
                     raise SessionError(f"Could not write session {self.session_id}: {error.strerror}") from error
                 raise
             staged.commit()
+            if self._digest is not None:
+                self._digest.update(line + b"\n")
         self._notify(staged.facts)
         return committed
 
@@ -451,6 +522,18 @@ class SessionStore:
         """Release the lock and the file. Idempotent; waits for an append in progress in another thread."""
         with self._mutex:
             self._close_locked()
+
+    def close_keeping(self) -> SessionSnapshot | None:
+        """Close (as :meth:`close`) and return the state with the digest of the bytes it covers, for a later
+        ``open(resume=...)``; ``None`` when the store was not opened ``resumable`` or was already closed (e.g. by
+        a write that could not be undone)."""
+        with self._mutex:
+            if self._closed or self._digest is None:
+                self._close_locked()
+                return None
+            snapshot = SessionSnapshot(self.path, self._state, self._digest.digest())
+            self._close_locked()
+            return snapshot
 
     def _close_locked(self) -> None:
         if self._closed:
