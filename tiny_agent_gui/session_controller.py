@@ -38,7 +38,7 @@ from tiny_agent_core.tools.base import Tool
 from tiny_agent_core.tools.registry import ToolSet
 from tiny_agent_core.workbench import OpenedSession, Workbench, session_tools
 from tiny_agent_gui.bridge import AgentBridge
-from tiny_agent_gui.session_loading import KeptSessions, LoadedSession, close_loaded, load_session
+from tiny_agent_gui.session_loading import KeptSessions, LoadedSession, close_loaded, load_session, request_rows
 
 _log = logging.getLogger(__name__)
 
@@ -124,7 +124,8 @@ class SessionController(QObject):
         self._abort: asyncio.Future[bool] | None = None
         self._closing: set[asyncio.Task[None]] = set()
         self.bridge.dialect_learned.connect(self._dialect_learned)
-        self._indexing: set[asyncio.Task[None]] = set()
+        self._background: set[asyncio.Task[None]] = set()
+        """Work beside the operations: indexing a running session, the ledger's rows of a reopened one."""
         self.bridge.run_started.connect(self._run_started)
         self.mcp = mcp
         """The window's MCP servers (``None``: no MCP)."""
@@ -224,9 +225,9 @@ class SessionController(QObject):
             return
         self._opening = None  # loaded: from here on (a recovery) only Esc stops this operation
         opened, timeline = loaded.session, loaded.timeline
-        for row in loaded.requests or ():  # a reused timeline: the ledger may know more than when it was closed
-            timeline.enrich_request(row)
         self._switch(opened, timeline)
+        if loaded.reused and self._workbench.database is not None:
+            self._track(self._enrich(opened, timeline))
         agent = None
         if not opened.read_only and opened.store.state.operation.kind != "idle":
             agent = self._agent_for(opened)
@@ -324,8 +325,8 @@ class SessionController(QObject):
             stopping = asyncio.ensure_future(self.mcp.aclose())
             self._closing.add(stopping)
             stopping.add_done_callback(self._closing.discard)
-        if self._closing or self._indexing:
-            await asyncio.gather(*self._closing, *self._indexing, return_exceptions=True)
+        if self._closing or self._background:
+            await asyncio.gather(*self._closing, *self._background, return_exceptions=True)
 
     @property
     def mcp_running(self) -> bool:
@@ -461,9 +462,21 @@ class SessionController(QObject):
             await self._reindex(agent)
             self.indexed.emit(agent.store.session_id)
 
-        task = asyncio.ensure_future(index())
-        self._indexing.add(task)
-        task.add_done_callback(self._indexing.discard)
+        self._track(index())
+
+    def _track(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` beside the operations (indexing, ledger reads); :meth:`aclose` waits for it."""
+        task = asyncio.ensure_future(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _enrich(self, opened: OpenedSession, timeline: Timeline) -> None:
+        """A reused timeline was shown: apply the ledger's rows again (read in a worker thread; a cost may have been
+        repriced since it was closed), if it is still the session shown."""
+        rows = await asyncio.get_running_loop().run_in_executor(None, request_rows, self._workbench.database, opened)
+        if self._session is opened:
+            for row in rows:
+                timeline.enrich_request(row)
 
     async def _reindex(self, agent: Agent) -> None:
         """Bring the index row (title, tokens, state, search text) up to date with the session file: the

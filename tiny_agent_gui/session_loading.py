@@ -38,6 +38,7 @@ __all__ = [
     "LoadedSession",
     "close_loaded",
     "load_session",
+    "request_rows",
 ]
 
 _log = logging.getLogger(__name__)
@@ -61,9 +62,10 @@ class LoadedSession(NamedTuple):
 
     session: OpenedSession
     timeline: Timeline
-    requests: list[RequestRow] | None
-    """For a reused timeline, the session's ledger rows, to apply on the GUI thread (the timeline may still be
-    shown, so only the GUI thread changes it); ``None`` when the timeline was built here with them."""
+    reused: bool
+    """Whether the timeline is a kept one: the ledger may know more of its steps than when it was closed (a cost
+    repriced), so the GUI thread applies :func:`request_rows` to it again, after the first paint (the timeline may
+    still be shown, so only the GUI thread changes it). A new timeline has them already."""
 
 
 class KeptSessions:
@@ -118,20 +120,22 @@ def load_session(path: Path, database: Path | None, kept: KeptSession | None) ->
         try:
             if kept is not None and session.store.resumed:
                 relay.follow(kept.timeline)  # it heard nothing: only later commits
-                return LoadedSession(session, kept.timeline, _requests(database, session))
+                return LoadedSession(session, kept.timeline, True)
             timeline = Timeline(session.store.state.header)
             relay.follow(timeline)
-            for row in _requests(database, session) or ():
+            for row in request_rows(database, session):
                 timeline.enrich_request(row)
         except BaseException:
             session.store.close()
             raise
-    return LoadedSession(session, timeline, None)
+    return LoadedSession(session, timeline, False)
 
 
-def _requests(database: Path | None, session: OpenedSession) -> list[RequestRow] | None:
+def request_rows(database: Path | None, session: OpenedSession) -> list[RequestRow]:
+    """The ledger's rows of ``session``'s requests, read on a connection of the calling (worker) thread's own; none
+    without an index or when it cannot be read (logged: the steps' live-only facts stay unknown)."""
     if database is None:
-        return None
+        return []
     try:
         conn = connect(database, migrate=False)
         try:
@@ -140,7 +144,7 @@ def _requests(database: Path | None, session: OpenedSession) -> list[RequestRow]
             conn.close()
     except (TinyAgentError, sqlite3.Error) as error:
         _log.warning("the index could not add request facts to %s: %s", session.store.path.name, error)
-        return None
+        return []
 
 
 def close_loaded(loading: asyncio.Future[LoadedSession]) -> None:

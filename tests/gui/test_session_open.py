@@ -7,6 +7,7 @@ import json
 import threading
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -177,6 +178,33 @@ async def test_going_back_to_an_unchanged_session_reuses_what_was_validated_and_
     assert not controller.session.read_only
     with pytest.raises(SessionLockedError):  # the reopened store holds the writer lock again
         SessionStore.open(first)
+
+
+async def test_a_reopened_session_takes_the_ledger_s_newer_costs_after_it_is_shown(
+    controller: SessionController, tmp_path: Path
+) -> None:
+    first, second = _session(tmp_path, 2), _session(tmp_path / "two", 1)
+    ledger = connect(tmp_path / "index.sqlite3")
+    scan_workspace(ledger, tmp_path)
+    controller._workbench = Workbench.over(ledger)  # the window passes its index connection
+    try:
+        await _open(controller, first)
+        await _open(controller, second)
+        with ledger:  # repriced while the session was closed
+            ledger.execute("UPDATE requests SET cost = '0.25', cost_source = 'override'")
+        await _open(controller, first)
+        assert controller.session is not None
+        assert controller.session.store.resumed
+        timeline = controller.timeline
+        assert timeline is not None
+        for _ in range(200):  # read in a worker thread after the switch, then applied on this thread
+            if all(step.cost == Decimal("0.25") for step in timeline.steps()):
+                break
+            await asyncio.sleep(0.01)
+        assert [(step.cost, step.cost_source) for step in timeline.steps()] == [(Decimal("0.25"), "override")] * 4
+    finally:
+        controller.close()
+        ledger.close()
 
 
 async def test_a_session_that_changed_while_closed_is_read_and_validated_again(
