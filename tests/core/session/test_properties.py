@@ -14,6 +14,7 @@ from tests.core.session.builders import Call, SessionScript, current_configurati
 from tiny_agent_core.errors import SessionCorruption
 from tiny_agent_core.session import apply_transaction, plan_recovery, reduce_session, state_to_json
 from tiny_agent_core.session.canonical_json import canonical_json, fast_canonical_json
+from tiny_agent_core.session.rules.messages import canonical_message
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -206,3 +207,30 @@ def test_fast_canonical_json_equals_rfc8785(value: Any) -> None:
 )
 def test_numbers_take_the_rfc8785_path(value: Any) -> None:
     assert fast_canonical_json(value) == rfc8785.dumps(value).decode("utf-8")
+
+
+tool_calls = st.lists(
+    st.fixed_dictionaries(
+        {
+            "id": st.text(min_size=1, max_size=8),
+            "type": st.just("function"),
+            "function": st.fixed_dictionaries({"name": st.text(min_size=1, max_size=8), "arguments": text}),
+        }
+    ),
+    min_size=1,
+    max_size=3,
+)
+messages = st.one_of(
+    st.fixed_dictionaries({"role": st.just("user"), "content": st.text(min_size=1, max_size=40)}),
+    st.fixed_dictionaries({"role": st.just("tool"), "content": text, "tool_call_id": st.text(min_size=1, max_size=8)}),
+    st.fixed_dictionaries({"role": st.just("assistant"), "content": st.none() | text}),
+    st.fixed_dictionaries({"role": st.just("assistant"), "content": st.none() | text, "tool_calls": tool_calls}),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(messages)
+def test_canonical_message_equals_rfc8785(message: dict[str, Any]) -> None:
+    """The compaction digest's message encoder writes what the generic canonical JSON does, for every accepted
+    message shape (escapes, control characters and non-ASCII included)."""
+    assert canonical_message(message) == rfc8785.dumps(message).decode("utf-8")

@@ -11,10 +11,9 @@ import hashlib
 from collections.abc import Iterator
 from typing import Any
 
-from tiny_agent_core.session.canonical_json import fast_canonical_json
 from tiny_agent_core.session.fact_types import CompactionEntry, CompactionStarted
 from tiny_agent_core.session.rules.context import FactContext, Reservations
-from tiny_agent_core.session.rules.messages import check_message, check_role_order
+from tiny_agent_core.session.rules.messages import canonical_message, check_message, check_role_order
 from tiny_agent_core.session.state import IDLE, CompactionOperation, EntryInfo, SessionIndex
 
 __all__ = ["apply_compaction_entry", "apply_compaction_started"]
@@ -80,10 +79,16 @@ def apply_compaction_started(context: FactContext, record: dict[str, Any]) -> Co
     )
 
 
-def _source_item(index: SessionIndex, position: int) -> str:
-    entry_id = index.message_ids[position]
-    message = index.entries[entry_id].message
-    return '{"message":' + fast_canonical_json(message, checked=True) + ',"sourceEntryId":"' + entry_id + '"}'
+def _hash_sources(hasher: Any, index: SessionIndex, first: int, stop: int) -> None:
+    """Extend ``hasher`` with the source items of message entries ``first..stop-1``, comma-separated (with a leading
+    comma unless ``first`` is 0)."""
+    entries = index.entries
+    separator = "," if first else ""
+    for entry_id in index.message_ids[first:stop]:
+        message = entries[entry_id].message
+        assert message is not None  # a message entry's
+        hasher.update(f'{separator}{{"message":{canonical_message(message)},"sourceEntryId":"{entry_id}"}}'.encode())
+        separator = ","
 
 
 def _source_digest(context: FactContext, through: int) -> str:
@@ -95,15 +100,13 @@ def _source_digest(context: FactContext, through: int) -> str:
     index = context.index
     hasher, count = index.source_digest
     if through + 1 < count:
-        hasher, count = hashlib.sha256(b"["), 0
-        for position in range(through + 1):
-            hasher.update((("," if position else "") + _source_item(index, position)).encode("utf-8"))
+        hasher = hashlib.sha256(b"[")
+        _hash_sources(hasher, index, 0, through + 1)
         hasher.update(b"]")
         return "sha256:" + hasher.hexdigest()
     if count < through + 1:
         hasher = hasher.copy()
-        for position in range(count, through + 1):
-            hasher.update((("," if position else "") + _source_item(index, position)).encode("utf-8"))
+        _hash_sources(hasher, index, count, through + 1)
         context.journal.assign(index, "source_digest", (hasher, through + 1))
     final = hasher.copy()
     final.update(b"]")

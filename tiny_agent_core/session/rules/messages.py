@@ -3,16 +3,19 @@
 The transcript invariant: after an assistant message with tool calls come exactly the tool messages answering
 those calls (any order) before anything else; a tool message answers a pending call; a user message never
 interrupts pending calls.
+
+A compaction digests the canonical JSON of every message (:func:`canonical_message`).
 """
 
 from __future__ import annotations
 
+from json.encoder import encode_basestring
 from typing import Any
 
 from tiny_agent_core.session.rules.context import FactContext
 from tiny_agent_core.session.state import EntryInfo
 
-__all__ = ["append_message", "check_message", "check_role_order", "tool_calls_of"]
+__all__ = ["append_message", "canonical_message", "check_message", "check_role_order", "tool_calls_of"]
 
 _USER_KEYS = frozenset({"role", "content"})
 _TOOL_KEYS = frozenset({"role", "content", "tool_call_id"})
@@ -68,6 +71,37 @@ def _check_call(context: FactContext, call: Any) -> str:
     if type(function.get("arguments")) is not str:
         context.fail("INVALID_FACT")
     return call_id
+
+
+def canonical_message(message: dict[str, Any]) -> str:
+    """The canonical JSON of a message :func:`check_message` accepted: the text
+    :func:`~tiny_agent_core.session.canonical_json.fast_canonical_json` gives, built without the generic encoder.
+
+    An accepted message has a fixed shape (exactly these keys, string values), so its keys are written here in
+    their sorted order and only its strings are encoded, by the function ``json.dumps(ensure_ascii=False)`` itself
+    uses for them (``encode_basestring``: quoted, escaped like ``JSON.stringify``). A load digests every message
+    of a compacted session, so this is ~2.5× faster than the encoder; the two are tested equal. (The f-strings'
+    ``{{``/``}}`` are the JSON's braces; an f-string joins its parts in one step, faster than ``+``.)
+    """
+    role = message["role"]
+    content = message["content"]
+    if role == "user":
+        return f'{{"content":{encode_basestring(content)},"role":"user"}}'
+    if role == "tool":
+        call_id = encode_basestring(message["tool_call_id"])
+        return f'{{"content":{encode_basestring(content)},"role":"tool","tool_call_id":{call_id}}}'
+    text = "null" if content is None else encode_basestring(content)
+    calls = message.get("tool_calls")
+    if calls is None:
+        return f'{{"content":{text},"role":"assistant"}}'
+    return f'{{"content":{text},"role":"assistant","tool_calls":[{",".join(map(_canonical_call, calls))}]}}'
+
+
+def _canonical_call(call: dict[str, Any]) -> str:
+    function = call["function"]
+    arguments, name = encode_basestring(function["arguments"]), encode_basestring(function["name"])
+    call_id = encode_basestring(call["id"])
+    return f'{{"function":{{"arguments":{arguments},"name":{name}}},"id":{call_id},"type":"function"}}'
 
 
 def tool_calls_of(message: dict[str, Any] | None) -> list[dict[str, Any]]:
