@@ -360,6 +360,7 @@ class MainWindow(QMainWindow):
         bridge.tool_output.connect(self._tool_output)
         bridge.tool_finished.connect(lambda event: self.statusBar().clearMessage())
         self.sessions.session_activated.connect(self._open_summary)
+        self.sessions.session_pointed.connect(lambda summary: self.controller.warm(summary.path))
         self.sessions.new_session_requested.connect(self.new_session)
         self.sessions.cost_view_requested.connect(self.open_in_costs)
         self.sessions.before_delete = self._before_delete

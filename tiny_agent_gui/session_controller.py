@@ -20,7 +20,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from PySide6.QtCore import QObject, Signal
 
@@ -38,7 +38,15 @@ from tiny_agent_core.tools.base import Tool
 from tiny_agent_core.tools.registry import ToolSet
 from tiny_agent_core.workbench import OpenedSession, Workbench, session_tools
 from tiny_agent_gui.bridge import AgentBridge
-from tiny_agent_gui.session_loading import KeptSessions, LoadedSession, close_loaded, load_session, request_rows
+from tiny_agent_gui.session_loading import (
+    KeptSession,
+    KeptSessions,
+    LoadedSession,
+    close_loaded,
+    load_session,
+    request_rows,
+    warm_session,
+)
 
 _log = logging.getLogger(__name__)
 
@@ -52,6 +60,13 @@ class Connection:
     api_key: str | None
     profile_id: str | None = None
     """The settings profile it comes from (to open that provider's settings from an error)."""
+
+
+class _Warming(NamedTuple):
+    """A session being read ahead (:meth:`SessionController.warm`)."""
+
+    path: Path
+    task: asyncio.Task[KeptSession | None]
 
 
 def _settled(key: tuple[object, ...]) -> tuple[object, ...]:
@@ -121,10 +136,11 @@ class SessionController(QObject):
         self._timeline: Timeline | None = None
         self._kept = KeptSessions()
         """The sessions closed last, ready to reopen without reading them again (see :mod:`.session_loading`)."""
+        self._warming: _Warming | None = None
         self._abort: asyncio.Future[bool] | None = None
         self._closing: set[asyncio.Task[None]] = set()
         self.bridge.dialect_learned.connect(self._dialect_learned)
-        self._background: set[asyncio.Task[None]] = set()
+        self._background: set[asyncio.Task[Any]] = set()
         """Work beside the operations: indexing a running session, the ledger's rows of a reopened one."""
         self.bridge.run_started.connect(self._run_started)
         self.mcp = mcp
@@ -211,7 +227,7 @@ class SessionController(QObject):
         return task
 
     async def _open(self, path: Path) -> None:
-        kept = self._kept.take(path)
+        kept = await self._kept_or_warmed(path)
         loading = asyncio.get_running_loop().run_in_executor(None, load_session, path, self._workbench.database, kept)
         try:
             loaded: LoadedSession = await asyncio.shield(loading)
@@ -235,6 +251,48 @@ class SessionController(QObject):
             self.busy_changed.emit(False)
             return
         await self._run(agent, self._recover)  # as recover() would: this task is the operation
+
+    def warm(self, path: Path) -> None:
+        """The user points at session ``path`` (in the session list): read and validate it now, read-only in a worker
+        thread, so that opening it reuses the result (:func:`.session_loading.warm_session`). Nothing happens while
+        an operation runs, while another session is being read ahead, or for the open or an already kept session.
+        """
+        current = self._session
+        if self.busy or self._warming is not None or path in self._kept:
+            return
+        if current is not None and current.store.path == path:
+            return
+        task = asyncio.ensure_future(self._warm(path))
+        self._warming = _Warming(path, task)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _warm(self, path: Path) -> KeptSession | None:
+        try:
+            kept = await asyncio.get_running_loop().run_in_executor(None, warm_session, path, self._workbench.database)
+        except (TinyAgentError, OSError) as error:  # opening it will say so
+            _log.info("could not read %s ahead: %s", path.name, error)
+            kept = None
+        warming = self._warming
+        if warming is not None and warming.task is asyncio.current_task():  # not claimed by an open meanwhile
+            self._warming = None
+            if kept is not None:
+                self._kept.keep(kept.snapshot, kept.timeline)
+        return kept
+
+    async def _kept_or_warmed(self, path: Path) -> KeptSession | None:
+        """What this window already read of ``path``: a kept session, or the one being read ahead (awaited)."""
+        warming = self._warming
+        if warming is None or warming.path != path:
+            return self._kept.take(path)
+        self._warming = None  # this open takes its result; it is not kept
+        try:
+            return await asyncio.shield(warming.task)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a bug while reading ahead: opening reads the file itself, and reports
+            _log.exception("reading %s ahead failed", path.name)
+            return None
 
     def new(self, workspace: Path) -> None:
         """Start a new session in ``workspace`` with the current provider and model."""
@@ -473,7 +531,9 @@ class SessionController(QObject):
     async def _enrich(self, opened: OpenedSession, timeline: Timeline) -> None:
         """A reused timeline was shown: apply the ledger's rows again (read in a worker thread; a cost may have been
         repriced since it was closed), if it is still the session shown."""
-        rows = await asyncio.get_running_loop().run_in_executor(None, request_rows, self._workbench.database, opened)
+        rows = await asyncio.get_running_loop().run_in_executor(
+            None, request_rows, self._workbench.database, opened.store
+        )
         if self._session is opened:
             for row in rows:
                 timeline.enrich_request(row)

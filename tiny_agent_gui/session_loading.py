@@ -8,6 +8,10 @@ window also keeps what it built for the sessions it closed last (:class:`KeptSes
 file's committed bytes are exactly the ones the snapshot was validated from (a SHA-256 comparison, a few
 milliseconds), so going back to a session is as quick as the first paint; a file that changed meanwhile, even by one
 appended line, is read and validated again from scratch. Nothing shown was not validated.
+
+:func:`warm_session` fills the same cache ahead of an open: when the user points at a session in the list (the
+mouse rests on it, or the keyboard moves to it) the window reads it read-only — no lock, so a writer elsewhere is not
+disturbed — and keeps the result, so the click that follows finds it ready.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from tiny_agent_core.errors import TinyAgentError
 from tiny_agent_core.ledger import connect
 from tiny_agent_core.ledger.requests import RequestRow, session_requests
 from tiny_agent_core.session.fact_types import SessionFact
-from tiny_agent_core.session.store import SessionSnapshot
+from tiny_agent_core.session.store import SessionSnapshot, SessionStore
 from tiny_agent_core.timeline import Timeline
 from tiny_agent_core.workbench import OpenedSession, open_session
 
@@ -39,6 +43,7 @@ __all__ = [
     "close_loaded",
     "load_session",
     "request_rows",
+    "warm_session",
 ]
 
 _log = logging.getLogger(__name__)
@@ -81,6 +86,9 @@ class KeptSessions:
         while len(self._kept) > KEPT_SESSIONS or self.kept_bytes() > KEPT_BYTES:
             self._kept.popitem(last=False)
 
+    def __contains__(self, path: object) -> bool:
+        return path in self._kept
+
     def take(self, path: Path) -> KeptSession | None:
         """The kept session of ``path``, no longer kept (a snapshot is reused at most once), or ``None``."""
         return self._kept.pop(path, None)
@@ -121,17 +129,40 @@ def load_session(path: Path, database: Path | None, kept: KeptSession | None) ->
             if kept is not None and session.store.resumed:
                 relay.follow(kept.timeline)  # it heard nothing: only later commits
                 return LoadedSession(session, kept.timeline, True)
-            timeline = Timeline(session.store.state.header)
-            relay.follow(timeline)
-            for row in request_rows(database, session):
-                timeline.enrich_request(row)
+            timeline = _timeline(session.store, relay, database)
         except BaseException:
             session.store.close()
             raise
     return LoadedSession(session, timeline, False)
 
 
-def request_rows(database: Path | None, session: OpenedSession) -> list[RequestRow]:
+def warm_session(path: Path, database: Path | None) -> KeptSession | None:
+    """Read ``path`` read-only, validate it and build its timeline, closed and ready for :class:`KeptSessions`; ``None``
+    for a file larger than :data:`KEPT_BYTES` (it would not be kept). Runs in a worker thread; raises as
+    :meth:`SessionStore.open` does."""
+    if path.stat().st_size > KEPT_BYTES:
+        return None
+    relay = _Relay()
+    with _collector_paused():
+        store = SessionStore.open(path, read_only=True, observer=relay, resumable=True)
+        try:
+            timeline = _timeline(store, relay, database)
+        finally:
+            snapshot = store.close_keeping()
+    assert snapshot is not None  # opened resumable, closed here
+    return KeptSession(snapshot, timeline)
+
+
+def _timeline(store: SessionStore, relay: _Relay, database: Path | None) -> Timeline:
+    """The timeline of the transactions ``relay`` heard while ``store`` opened, with the ledger's request facts."""
+    timeline = Timeline(store.state.header)
+    relay.follow(timeline)
+    for row in request_rows(database, store):
+        timeline.enrich_request(row)
+    return timeline
+
+
+def request_rows(database: Path | None, store: SessionStore) -> list[RequestRow]:
     """The ledger's rows of ``session``'s requests, read on a connection of the calling (worker) thread's own; none
     without an index or when it cannot be read (logged: the steps' live-only facts stay unknown)."""
     if database is None:
@@ -139,11 +170,11 @@ def request_rows(database: Path | None, session: OpenedSession) -> list[RequestR
     try:
         conn = connect(database, migrate=False)
         try:
-            return list(session_requests(conn, session.store.session_id))
+            return list(session_requests(conn, store.session_id))
         finally:
             conn.close()
     except (TinyAgentError, sqlite3.Error) as error:
-        _log.warning("the index could not add request facts to %s: %s", session.store.path.name, error)
+        _log.warning("the index could not add request facts to %s: %s", store.path.name, error)
         return []
 
 

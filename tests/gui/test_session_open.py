@@ -1,4 +1,5 @@
-"""Opening a session: the file is read, validated and turned into a timeline off the GUI thread."""
+"""Opening a session: the file is read, validated and turned into a timeline off the GUI thread; a session closed a
+moment ago, or read ahead because the user pointed at it, is reused while its file is unchanged."""
 
 from __future__ import annotations
 
@@ -13,10 +14,13 @@ from typing import Any
 
 import httpx
 import pytest
+from PySide6.QtCore import QPoint
+from pytestqt.qtbot import QtBot
 
 from tests.core.session.builders import Call, SessionScript
+from tests.gui.test_sessions_data import add_sessions
 from tiny_agent_core.errors import SessionLockedError
-from tiny_agent_core.ledger import connect, scan_workspace
+from tiny_agent_core.ledger import SessionSummary, connect, scan_workspace
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.providers.profiles import custom_profile
 from tiny_agent_core.session import SessionStore
@@ -24,9 +28,11 @@ from tiny_agent_core.session.store import session_file_name
 from tiny_agent_core.timeline import AssistantItem, Timeline, ToolItem, UserItem
 from tiny_agent_core.tools.approval import AllowListApprover, ToolSettings
 from tiny_agent_core.workbench import Workbench
-from tiny_agent_gui import session_controller
+from tiny_agent_gui import session_controller, session_loading
 from tiny_agent_gui.session_controller import Connection, SessionController
 from tiny_agent_gui.session_loading import KEPT_BYTES, KeptSessions
+from tiny_agent_gui.sessions import SessionListPane
+from tiny_agent_gui.sessions.pane import POINT_DELAY_MS
 
 
 @pytest.fixture
@@ -226,8 +232,10 @@ async def test_a_session_that_changed_while_closed_is_read_and_validated_again(
     await _open(controller, first)
     assert controller.session is not None
     assert not controller.session.store.resumed
-    assert controller.timeline is not timeline
-    assert len(controller.timeline.items) == len(timeline.items) + 4
+    reread = controller.timeline
+    assert reread is not None
+    assert reread is not timeline
+    assert len(reread.items) == len(timeline.items) + 4
 
 
 async def test_a_session_rewritten_while_closed_is_refused_not_shown_from_memory(
@@ -261,3 +269,117 @@ def test_the_kept_sessions_stay_within_their_limits(tmp_path: Path) -> None:
     assert taken.snapshot.path == paths[-1]
     assert kept.take(paths[-1]) is None  # a snapshot is reused at most once
     assert kept.kept_bytes() <= KEPT_BYTES
+
+
+async def _warmed(controller: SessionController, path: Path) -> None:
+    controller.warm(path)
+    for _ in range(500):
+        if not controller._background:  # the read ahead finished
+            return
+        await asyncio.sleep(0.01)
+    pytest.fail("reading ahead did not finish")
+
+
+async def test_opening_a_session_read_ahead_reuses_what_was_read(controller: SessionController, tmp_path: Path) -> None:
+    path = _session(tmp_path, 3)
+    await _warmed(controller, path)
+    store = SessionStore.open(path)  # read ahead without the writer lock: another writer may take it meanwhile
+    store.close()
+    opening = controller.open(path)
+    assert opening is not None
+    await opening
+    assert controller.session is not None
+    assert controller.session.store.resumed
+    assert not controller.session.read_only  # the open takes the lock, as any open does
+    assert controller.timeline is not None
+    assert len(controller.timeline.items) == 12
+    with pytest.raises(SessionLockedError):
+        SessionStore.open(path)
+
+
+async def test_an_open_while_the_session_is_read_ahead_waits_for_that_read(
+    controller: SessionController, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _session(tmp_path, 2)
+    reads: list[Path] = []
+    warm = session_loading.warm_session
+
+    def counted(*args: object) -> object:
+        reads.append(path)
+        return warm(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("tiny_agent_gui.session_controller.warm_session", counted)
+    controller.warm(path)
+    opening = controller.open(path)  # at once: the read ahead is still running
+    assert opening is not None
+    await opening
+    assert reads == [path]
+    assert controller.session is not None
+    assert controller.session.store.resumed
+    assert controller.timeline is not None
+    assert len(controller.timeline.items) == 8
+
+
+async def test_a_session_changed_after_it_was_read_ahead_is_read_again(
+    controller: SessionController, tmp_path: Path
+) -> None:
+    path = _session(tmp_path, 2)
+    await _warmed(controller, path)
+    data = path.read_bytes()
+    path.write_bytes(data.replace(b"answer 1", b"answer 9"))  # still valid, different bytes
+    opening = controller.open(path)
+    assert opening is not None
+    await opening
+    assert controller.session is not None
+    assert not controller.session.store.resumed
+    assert controller.timeline is not None
+    last = controller.timeline.items[-1]
+    assert isinstance(last, AssistantItem)
+    assert last.text == "answer 9"
+
+
+async def test_nothing_is_read_ahead_for_a_file_too_large_to_keep(
+    controller: SessionController, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _session(tmp_path, 2)
+    monkeypatch.setattr(session_loading, "KEPT_BYTES", 100)
+    await _warmed(controller, path)
+    assert path not in controller._kept
+
+
+async def test_a_corrupt_file_read_ahead_is_reported_only_when_opened(
+    controller: SessionController, tmp_path: Path
+) -> None:
+    path = _session(tmp_path, 1)
+    path.write_bytes(b'{"kind":"header"}\nnot json\n')
+    failed: list[str] = []
+    controller.failed.connect(failed.append)
+    await _warmed(controller, path)
+    assert failed == []
+    opening = controller.open(path)
+    assert opening is not None
+    await opening
+    assert len(failed) == 1
+    assert failed[0].startswith(f"Cannot open {path.name}:")
+
+
+def test_the_pane_names_the_row_the_mouse_rests_on_or_the_keyboard_moves_to(qtbot: QtBot, tmp_path: Path) -> None:
+    conn = connect(tmp_path / "index.sqlite3")
+    add_sessions(conn, tmp_path / "project", 5)
+    pane = SessionListPane(conn)
+    qtbot.addWidget(pane)
+    pane.resize(360, 400)
+    with qtbot.waitExposed(pane):
+        pane.show()
+    view = pane.list_view
+    first = 0
+    with qtbot.waitSignal(pane.session_pointed, timeout=POINT_DELAY_MS * 20) as pointed:
+        view.setCurrentIndex(pane.model.index(first))
+    assert isinstance(pointed.args[0], SessionSummary)
+    assert pointed.args[0] == pane.model.summary(first)
+    second = first + 1
+    rect = view.visualRect(pane.model.index(second))
+    with qtbot.waitSignal(pane.session_pointed, timeout=POINT_DELAY_MS * 20) as pointed:
+        view.entered.emit(view.indexAt(QPoint(rect.center())))  # what mouse tracking emits as the mouse rests there
+    assert pointed.args[0] == pane.model.summary(second)
+    conn.close()

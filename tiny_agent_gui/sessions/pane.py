@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from PySide6.QtCore import QModelIndex, QPoint, Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QPoint, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QAction, QDesktopServices, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -60,6 +60,9 @@ EXPORT_SUFFIXES: dict[ExportFormat, tuple[str, str]] = {
 SEARCH_DELAY_MS = 200
 """Typing pause after which the search runs."""
 
+POINT_DELAY_MS = 150
+"""How long the mouse rests on a row (or the keyboard stays on it) before :attr:`SessionListPane.session_pointed`."""
+
 ALL_WORKSPACES = "All workspaces"
 
 
@@ -69,7 +72,7 @@ class SessionListPane(QWidget):
     Grouping by workspace is a filter above the list ("All workspaces" or one folder): with lazy loading a
     newest-first list stays one query per page, and each row names its workspace when all are shown.
 
-    Signals: :attr:`session_activated` (a row was clicked, double-clicked or entered),
+    Signals: :attr:`session_activated` (a row was clicked, double-clicked or entered), :attr:`session_pointed`,
     :attr:`new_session_requested` (the "New session" button, Alt+N) and :attr:`cost_view_requested`. Ctrl+F (a
     window shortcut) focuses the search box; Down moves from it into the list; Escape clears it.
 
@@ -78,6 +81,10 @@ class SessionListPane(QWidget):
 
     session_activated = Signal(object)
     """Emitted with the :class:`~tiny_agent_core.ledger.SessionSummary` of the row the user opened (may repeat)."""
+
+    session_pointed = Signal(object)
+    """The :class:`~tiny_agent_core.ledger.SessionSummary` of a row the mouse rested on or the keyboard moved to for
+    :data:`POINT_DELAY_MS`: the user may open it next (the window reads it ahead)."""
 
     new_session_requested = Signal()
     """The user asked for a new session."""
@@ -177,6 +184,14 @@ class SessionListPane(QWidget):
         self.workspace_combo.activated.connect(self._workspace_chosen)
         self.list_view.activated.connect(self._activate)
         self.list_view.clicked.connect(self._activate)
+        self._pointed: QPersistentModelIndex | None = None
+        self._point_timer = QTimer(self)
+        self._point_timer.setSingleShot(True)
+        self._point_timer.setInterval(POINT_DELAY_MS)
+        self._point_timer.timeout.connect(self._emit_pointed)
+        self.list_view.setMouseTracking(True)  # for ``entered``
+        self.list_view.entered.connect(self._point)
+        self.list_view.selectionModel().currentChanged.connect(lambda current, _previous: self._point(current))
         self.new_button.clicked.connect(self.new_session_requested)
         self.model.modelReset.connect(self._update_empty)
         self.model.rowsInserted.connect(self._update_empty)
@@ -276,6 +291,17 @@ class SessionListPane(QWidget):
         if index.isValid():
             summary: SessionSummary = index.data(SessionListModel.SessionRole)
             self.session_activated.emit(summary)
+
+    def _point(self, index: QModelIndex) -> None:
+        self._pointed = QPersistentModelIndex(index)
+        self._point_timer.start()
+
+    def _emit_pointed(self) -> None:
+        pointed = self._pointed
+        if pointed is not None and pointed.isValid():
+            summary = pointed.data(SessionListModel.SessionRole)
+            if isinstance(summary, SessionSummary):  # not a date-group header
+                self.session_pointed.emit(summary)
 
     def _focus_list(self) -> None:
         self.list_view.setFocus(Qt.FocusReason.OtherFocusReason)
