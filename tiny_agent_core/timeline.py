@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import operator
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
@@ -300,22 +301,27 @@ class _Operation:
         self.retained = 0
 
 
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+_FIELDS: dict[type, tuple[Callable[[Any], tuple[Any, ...]], dict[str, int]]] = {}
 
 
 _T = TypeVar("_T")
 
 
 def _replace(item: _T, **changes: Any) -> _T:
-    """``dataclasses.replace`` for the timeline's frozen dataclasses (every field is an init field), about twice as
-    fast: opening a long session replaces each step and tool item a few times."""
+    """``dataclasses.replace`` for the timeline's frozen dataclasses (every field is an init field), about three times
+    as fast: the fields are read at once by an ``attrgetter`` and passed by position. Opening a long session replaces
+    each step and tool item a few times."""
     cls = type(item)
-    names = _FIELD_NAMES.get(cls)
-    if names is None:
-        names = _FIELD_NAMES[cls] = tuple(field.name for field in dataclasses.fields(cls))  # type: ignore[arg-type]
-    values = {name: getattr(item, name) for name in names}
-    values.update(changes)
-    return cls(**values)
+    known = _FIELDS.get(cls)
+    if known is None:
+        names = tuple(field.name for field in dataclasses.fields(cls))  # type: ignore[arg-type]
+        assert len(names) > 1  # attrgetter of one name gives a value, not a tuple
+        known = _FIELDS[cls] = (operator.attrgetter(*names), {name: index for index, name in enumerate(names)})
+    read, positions = known
+    values = list(read(item))
+    for name, value in changes.items():
+        values[positions[name]] = value
+    return cls(*values)
 
 
 HEADER_LINE_MAX = 1 << 20
