@@ -313,9 +313,10 @@ class SessionStore:
 
         For writing (the default): take the exclusive lock (:class:`SessionLockedError` if another writer has
         it), reduce the file (:class:`SessionCorruption` if it is corrupt), check that the header id is the id
-        in the file name, truncate a torn tail and re-chmod to 0600. ``read_only=True`` only reads and reduces;
-        a torn tail is ignored, not repaired. A file without a complete header line is ``MISSING_HEADER`` with a
-        message that says it can be deleted (:func:`require_header_line`).
+        in the file name, truncate a torn tail and re-chmod to 0600. ``read_only=True`` only reads and reduces
+        (a regular file, not through a symbolic link, as for writing); a torn tail is ignored, not repaired. A file
+        without a complete header line is ``MISSING_HEADER`` with a message that says it can be deleted
+        (:func:`require_header_line`).
 
         ``observer`` hears every committed transaction of the file as it is reduced (the one walk over the
         file, see :func:`reduce_session`), then every later append, as if given to :meth:`observe_commits`.
@@ -332,8 +333,15 @@ class SessionStore:
         if match is None:
             raise SessionError(f"Not a session file name (expected <stamp>_<uuidv7>.jsonl): {path.name}")
         if read_only:
-            with open(path, "rb") as handle:
-                data = handle.read()
+            # Without blocking and without following a link: a FIFO or a device put in a session's place (it is a
+            # repository's folder) must not hang the reader; a session file is a regular file, as for writing.
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+            try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise SessionError(f"Not a regular file: {path}")
+                data = _read_all(fd)
+            finally:
+                os.close(fd)
             require_header_line(data, path.name)
             state, digest, resumed = _reduce(data, observer, resumable, resume)
             cls._check_name(state, match.group(1))
