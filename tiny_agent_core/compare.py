@@ -40,6 +40,7 @@ from tiny_agent_core.errors import TinyAgentError
 from tiny_agent_core.pricing import Overrides
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.session.facts import new_id
+from tiny_agent_core.session.store import read_session_file
 from tiny_agent_core.timeline import Timeline, ToolItem
 from tiny_agent_core.tool_outcomes import call_outcome
 from tiny_agent_core.tools.approval import ToolSettings, non_interactive
@@ -211,7 +212,7 @@ class CompareRun:
         def read() -> tuple[Counter[str], list[FileChange]]:
             tools: Counter[str] = Counter()
             if path is not None:
-                for item in Timeline.from_bytes(path.read_bytes()).items:
+                for item in Timeline.from_bytes(read_session_file(path)).items:
                     if isinstance(item, ToolItem):
                         tools[item.outcome.kind if item.outcome is not None else item.status] += 1
             return tools, workspace_changes(copy) if copy is not None else []

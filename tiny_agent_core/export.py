@@ -36,7 +36,7 @@ from tiny_agent_core.ledger.costs import cost_text, money_text
 from tiny_agent_core.ledger.extract import make_title
 from tiny_agent_core.ledger.index import add_workspace, index_session_file
 from tiny_agent_core.session import reduce_session
-from tiny_agent_core.session.store import require_header_line, session_file_name, sessions_directory
+from tiny_agent_core.session.store import read_session_file, require_header_line, session_file_name, sessions_directory
 from tiny_agent_core.session_meta import read_meta
 from tiny_agent_core.timeline import AssistantItem, CompactionItem, NoticeItem, StepInfo, Timeline, ToolItem, UserItem
 from tiny_agent_core.timestamps import utc_datetime
@@ -130,7 +130,7 @@ def session_markdown(path: Path, conn: sqlite3.Connection | None = None) -> str:
 
     Raises ``SessionCorruption`` for an invalid file, ``OSError`` when it cannot be read.
     """
-    data = path.read_bytes()
+    data = read_session_file(path)
     require_header_line(data, path.name)
     timeline = Timeline.from_bytes(data)
     if conn is not None:
@@ -206,7 +206,7 @@ def export_session(path: Path, target: Path, fmt: ExportFormat, conn: sqlite3.Co
     if fmt == "md":
         data = session_markdown(path, conn).encode("utf-8")
     else:
-        data = path.read_bytes()
+        data = read_session_file(path)
         require_header_line(data, path.name)
         reduce_session(data)
     write_atomically(target, data, mode=0o600)

@@ -36,7 +36,7 @@ from typing import Any
 from tiny_agent_core.atomic_files import write_atomically
 from tiny_agent_core.errors import SessionError
 from tiny_agent_core.session import facts
-from tiny_agent_core.session.store import SessionStore
+from tiny_agent_core.session.store import SessionStore, read_session_file
 from tiny_agent_core.small_files import read_small_file
 
 __all__ = [
@@ -173,8 +173,7 @@ class _Renamer:
 
 def _transactions(store: SessionStore) -> list[list[dict[str, Any]]]:
     """The committed transactions of a (validated) session file, header excluded."""
-    with open(store.path, "rb") as handle:
-        data = handle.read(store.state.repaired_length)
+    data = read_session_file(store.path, limit=store.state.repaired_length)
     out: list[list[dict[str, Any]]] = []
     for line in data.split(b"\n")[1:-1]:
         value = json.loads(line)

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from tiny_agent_core.agent.events import AgentEvent, StepFinished
-from tiny_agent_core.errors import SessionCorruption, StepLimitError
+from tiny_agent_core.errors import SessionCorruption, SessionError, StepLimitError
 from tiny_agent_core.ledger.requests import RequestRow, session_requests
 from tiny_agent_core.session.fact_types import (
     AssistantEntry,
@@ -59,7 +59,7 @@ from tiny_agent_core.session.fact_types import (
 )
 from tiny_agent_core.session.reducer import read_header, reduce_session
 from tiny_agent_core.session.state import SessionHeader, SessionState
-from tiny_agent_core.session.store import SessionStore
+from tiny_agent_core.session.store import SessionStore, read_session_file
 from tiny_agent_core.tool_outcomes import FileDiff, Outcome, call_diff, call_outcome, call_summary
 from tiny_agent_core.usage import Usage
 
@@ -332,12 +332,13 @@ def _first_header(path: Path) -> SessionHeader | None:
     """The header on line 1 of ``path``, or ``None`` when line 1 is not a complete, valid header (or cannot be
     read: the store's own open then reports why)."""
     try:
-        with open(path, "rb") as handle:
-            first = handle.readline(HEADER_LINE_MAX)
-    except OSError:
+        start = read_session_file(path, limit=HEADER_LINE_MAX)
+    except (OSError, SessionError):
         return None
-    if not first.endswith(b"\n"):
+    end = start.find(b"\n")
+    if end < 0:
         return None
+    first = start[: end + 1]
     try:
         return read_header(first)
     except SessionCorruption:
@@ -411,7 +412,7 @@ class Timeline:
         header = _first_header(Path(path))
         if header is None:  # the store says why (or, if it accepts the file after all, two walks)
             store = SessionStore.open(path, read_only=read_only)
-            timeline = cls.from_state(store.state, store.path.read_bytes())
+            timeline = cls.from_state(store.state, read_session_file(store.path))
             store.observe_commits(timeline.apply)
             return store, timeline
         timeline = cls(header)

@@ -19,14 +19,14 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from tiny_agent_core.errors import LedgerError, SessionCorruption
+from tiny_agent_core.errors import LedgerError, SessionCorruption, SessionError
 from tiny_agent_core.fork import read_copies, read_origin
 from tiny_agent_core.ledger import sidecar
 from tiny_agent_core.ledger.extract import RequestFacts, SessionFacts, extract_session
 from tiny_agent_core.ledger.repricing import refresh_prices, reprice_request, reprice_session
 from tiny_agent_core.ledger.totals import decimal_from_text
 from tiny_agent_core.ledger.transactions import transaction
-from tiny_agent_core.session.store import session_workspace, sessions_directory
+from tiny_agent_core.session.store import read_session_file, session_workspace, sessions_directory
 from tiny_agent_core.session_meta import SessionMeta, read_meta, write_meta
 from tiny_agent_core.usage import Usage
 
@@ -322,9 +322,9 @@ def _index_file(
     conn: sqlite3.Connection, workspace_id: int, path: Path, stat: os.stat_result, report: ScanReport
 ) -> None:
     try:
-        data = path.read_bytes()
-    except OSError:
-        return  # vanished or unreadable between listing and reading: the next scan sees it again
+        data = read_session_file(path)
+    except (OSError, SessionError):
+        return  # vanished, unreadable or no longer a regular file since the listing: the next scan sees it again
     try:
         facts = extract_session(data)
     except SessionCorruption as error:
@@ -392,7 +392,7 @@ def index_session_file(conn: sqlite3.Connection, path: Path, workspace: Path | N
     with transaction(conn):
         workspace_id = add_workspace(conn, workspace)
         stat = path.stat()
-        facts = extract_session(path.read_bytes())
+        facts = extract_session(read_session_file(path))
         write_session(conn, workspace_id, path, stat.st_size, stat.st_mtime_ns, facts)
     summary = get_session(conn, facts.id)
     assert summary is not None

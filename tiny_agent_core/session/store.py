@@ -59,6 +59,7 @@ __all__ = [
     "SessionStore",
     "environment_identity",
     "find_session",
+    "read_session_file",
     "require_header_line",
     "session_file_name",
     "session_workspace",
@@ -124,13 +125,36 @@ def find_session(workspace: str | os.PathLike[str], session_id: str) -> Path:
     return path
 
 
-def _read_all(fd: int) -> bytes:
+def _read_all(fd: int, limit: int = -1) -> bytes:
+    """Read ``fd`` to its end (or ``limit`` bytes at most, when not negative)."""
     chunks: list[bytes] = []
-    while True:
-        chunk = os.read(fd, 1 << 24)
+    left = limit
+    while left:
+        chunk = os.read(fd, 1 << 24 if left < 0 else min(left, 1 << 24))
         if not chunk:
-            return b"".join(chunks)
+            break
         chunks.append(chunk)
+        left = left - len(chunk) if left > 0 else left
+    return b"".join(chunks)
+
+
+def read_session_file(path: str | os.PathLike[str], *, start: int = 0, limit: int = -1) -> bytes:
+    """The bytes of session file ``path`` from offset ``start`` to its end (``limit`` bytes at most, when not
+    negative), opened without blocking and without following a symbolic link.
+
+    Session files are found in workspace folders, which a repository controls: a FIFO put in a session's place would
+    block a plain ``open``/``read`` forever, and a link would read a file elsewhere. A link raises ``OSError``
+    (``ELOOP``); anything but a regular file raises :class:`SessionError`.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise SessionError(f"Not a regular file: {path}")
+        if start:
+            os.lseek(fd, start, os.SEEK_SET)
+        return _read_all(fd, limit)
+    finally:
+        os.close(fd)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -333,15 +357,7 @@ class SessionStore:
         if match is None:
             raise SessionError(f"Not a session file name (expected <stamp>_<uuidv7>.jsonl): {path.name}")
         if read_only:
-            # Without blocking and without following a link: a FIFO or a device put in a session's place (it is a
-            # repository's folder) must not hang the reader; a session file is a regular file, as for writing.
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-            try:
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
-                    raise SessionError(f"Not a regular file: {path}")
-                data = _read_all(fd)
-            finally:
-                os.close(fd)
+            data = read_session_file(path)
             require_header_line(data, path.name)
             state, digest, resumed = _reduce(data, observer, resumable, resume)
             cls._check_name(state, match.group(1))
@@ -423,9 +439,7 @@ class SessionStore:
         if not self.read_only:
             return 0  # a writer already has every committed transaction
         with self._mutex:  # two threads refreshing at once would apply the same lines twice
-            with open(self.path, "rb") as handle:
-                handle.seek(self._state.repaired_length)
-                data = handle.read()
+            data = read_session_file(self.path, start=self._state.repaired_length)
             end = data.rfind(b"\n")
             count = 0
             start = 0
