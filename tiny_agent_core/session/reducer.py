@@ -33,7 +33,14 @@ from typing import Any
 
 from tiny_agent_core.errors import SessionCorruption
 from tiny_agent_core.session.fact_types import SessionFact
-from tiny_agent_core.session.framing import check_committed, committed_length, parse_line, parse_line_bytes, strip_bom
+from tiny_agent_core.session.framing import (
+    check_committed,
+    committed_length,
+    next_escaped_surrogate,
+    parse_line,
+    parse_line_bytes,
+    strip_bom,
+)
 from tiny_agent_core.session.rules.compaction import apply_compaction_started
 from tiny_agent_core.session.rules.context import MAX_SAFE_INTEGER, FactContext
 from tiny_agent_core.session.rules.entries import apply_entry
@@ -243,10 +250,14 @@ def _reduce_lines(data: bytes, end: int, observer: TransactionObserver | None) -
     context = FactContext(state, UNJOURNALED, 1)
     try:
         start = stop + 1
+        escape = next_escaped_surrogate(data, start, end)
         while start < end:
             stop = data.index(b"\n", start)
             context.line += 1
-            accepted = _apply_transaction(context, parse_line(str(view[start:stop], "utf-8"), context.line))
+            value = parse_line(str(view[start:stop], "utf-8"), context.line, may_hold_surrogate=escape < stop)
+            if escape < stop:
+                escape = next_escaped_surrogate(data, stop, end)
+            accepted = _apply_transaction(context, value)
             if observer is not None:
                 observer(accepted)
             start = stop + 1

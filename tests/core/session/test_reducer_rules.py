@@ -275,3 +275,25 @@ def test_compaction_chain_and_active_context() -> None:
         {"role": "assistant", "content": "three"},
     ]
     assert state.operation.kind == "idle"
+
+
+def test_an_escaped_lone_surrogate_is_found_on_any_line_of_a_file() -> None:
+    """A load looks for ``\\uD800``–``\\uDFFF`` escapes once over the whole file, then checks only the lines that
+    hold one: a lone surrogate is still found on whichever line it is, after lines with valid pairs or none."""
+    script = SessionScript()
+    for prompt in ("one", "two", "three"):
+        script.run(prompt, [[Call("read", '{"path":"a"}', "x")], "done"])
+    lines = script.data().splitlines()
+
+    def with_lines(changes: dict[int, bytes]) -> bytes:
+        return b"".join(changes.get(number, text) + b"\n" for number, text in enumerate(lines))
+
+    results = [number for number, text in enumerate(lines) if b'"content":"x"' in text]  # 0-based
+    assert len(results) == 3
+    pair = lines[results[0]].replace(b'"content":"x"', b'"content":"\\ud83d\\ude00 x"')
+    assert "\U0001f600" in reduce_session(with_lines({results[0]: pair})).transcript[2]["content"]
+    for number in results:
+        lone = lines[number].replace(b'"content":"x"', b'"content":"\\udfff x"')
+        assert error_of(with_lines({number: lone}))[:2] == ("MALFORMED_JSON", number + 1)
+        if number > results[0]:
+            assert error_of(with_lines({results[0]: pair, number: lone}))[:2] == ("MALFORMED_JSON", number + 1)
