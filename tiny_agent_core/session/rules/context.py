@@ -120,9 +120,9 @@ class FactContext(ValueChecks):
         """A lowercase UUIDv7. An id the state already holds (a fact's or a reserved one) was checked when it came
         in, so a reference to one costs a set probe instead of a pattern match."""
         index = self.index
-        if type(value) is str and (value in index.reserved or value in index.ids):
+        if type(value) is str and (value in index.reserved or value in index.ids or _UUID7(value) is not None):
             return value
-        return super().uuid(value, code)
+        self.fail(code)
 
     def commit_reservations(self, reservations: Reservations) -> None:
         """Record the fact's reserved ids in the state (call once the fact is known to be valid)."""
