@@ -33,7 +33,7 @@ def check_message(context: FactContext, value: Any) -> dict[str, Any]:
         context.only_keys(value, _USER_KEYS)
         context.string(value.get("content"))
     elif role == "tool":
-        if not value.keys() <= _TOOL_KEYS or type(value.get("content")) is not str:
+        if not _TOOL_KEYS.issuperset(value) or type(value.get("content")) is not str:
             context.fail("INVALID_FACT")
         context.string(value.get("tool_call_id"))
     elif role != "assistant" or type(role) is not str:
@@ -44,7 +44,7 @@ def check_message(context: FactContext, value: Any) -> dict[str, Any]:
 
 
 def _check_assistant(context: FactContext, value: dict[str, Any]) -> None:
-    if not value.keys() <= _ASSISTANT_KEYS or "content" not in value:
+    if not _ASSISTANT_KEYS.issuperset(value) or "content" not in value:
         context.fail("INVALID_FACT")
     content = value["content"]
     if content is not None and type(content) is not str:
@@ -61,10 +61,10 @@ def _check_assistant(context: FactContext, value: dict[str, Any]) -> None:
 
 def _check_call(context: FactContext, call: Any) -> str:
     """One ``tool_calls`` item; returns its id."""
-    if type(call) is not dict or not call.keys() <= _CALL_KEYS or call.get("type") != "function":
+    if type(call) is not dict or not _CALL_KEYS.issuperset(call) or call.get("type") != "function":
         context.fail("INVALID_FACT")
     function = call.get("function")
-    if type(function) is not dict or not function.keys() <= _FUNCTION_KEYS:
+    if type(function) is not dict or not _FUNCTION_KEYS.issuperset(function):
         context.fail("INVALID_FACT")
     call_id = context.string(call.get("id"))
     context.string(function.get("name"))

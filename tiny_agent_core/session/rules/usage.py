@@ -36,14 +36,11 @@ def apply_usage(context: FactContext, fact: dict[str, Any]) -> UsageRecorded:
         context.fail("INVALID_REFERENCE")
     usage = context.object(fact.get("usage"))
     context.only_keys(usage, _USAGE_KEY_SET)
-    totals = index.usage_totals
-    amounts = []
-    for position, key in enumerate(_USAGE_KEYS):
-        amount = context.count(usage.get(key))
-        if totals[position] > MAX_SAFE_INTEGER - amount:
-            context.fail("INVALID_FACT")
-        amounts.append(amount)
-    context.journal.assign(index, "usage_totals", tuple(map(int.__add__, totals, amounts)))
+    amounts = [context.count(usage.get(key)) for key in _USAGE_KEYS]
+    totals = tuple(map(int.__add__, index.usage_totals, amounts))
+    if max(totals) > MAX_SAFE_INTEGER:
+        context.fail("INVALID_FACT")
+    context.journal.assign(index, "usage_totals", totals)
     return UsageRecorded(
         context.fact_seq, context.fact_id, context.timestamp, operation_id, attempt_id, tool_started_id, *amounts
     )
