@@ -239,9 +239,8 @@ def read_header(data: bytes) -> SessionHeader:
 
 def _reduce_lines(data: bytes, end: int, observer: TransactionObserver | None) -> SessionState:
     """Decode and reduce the committed lines (a line that is not UTF-8 raises ``UnicodeDecodeError``)."""
-    view = memoryview(data)
     stop = data.index(b"\n")
-    first = strip_bom(str(view[:stop], "utf-8"))
+    first = strip_bom(data[:stop].decode("utf-8"))
     if not first:
         raise SessionCorruption("MISSING_HEADER", 1)
     state = SessionState(parse_header(parse_line(first, 1)), end)
@@ -254,7 +253,8 @@ def _reduce_lines(data: bytes, end: int, observer: TransactionObserver | None) -
         while start < end:
             stop = data.index(b"\n", start)
             context.line += 1
-            value = parse_line(str(view[start:stop], "utf-8"), context.line, may_hold_surrogate=escape < stop)
+            # (a bytes slice decodes faster than a memoryview's, even counting the copy)
+            value = parse_line(data[start:stop].decode("utf-8"), context.line, may_hold_surrogate=escape < stop)
             if escape < stop:
                 escape = next_escaped_surrogate(data, stop, end)
             accepted = _apply_transaction(context, value)
