@@ -41,6 +41,8 @@ def _collect_garbage_on_the_gui_thread() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def _collect_after_each_test() -> Iterator[None]:
-    """Free each test's Qt garbage on the GUI thread before the next test runs."""
+    """Free each test's Qt garbage on the GUI thread before the next test runs, then freeze what survived (as
+    tests/conftest.py does after collection): the next test's collection walks only the objects it made."""
     yield
     gc.collect()
+    gc.freeze()
