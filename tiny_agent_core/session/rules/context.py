@@ -131,8 +131,9 @@ class FactContext(ValueChecks):
 
     def open_operation(self, value: Any) -> RunOperation | CompactionOperation:
         """The started, unfinished operation named by ``value``."""
-        found = self.index.operations.get(self.uuid(value))
+        found = self.index.operations.get(value) if type(value) is str else None
         if found is None:
+            self.uuid(value)  # a malformed id is INVALID_FACT; an operation's id was checked when it started
             self.fail("INVALID_REFERENCE")
         if found.finished:
             self.fail("INVALID_TRANSITION")
