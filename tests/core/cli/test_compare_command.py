@@ -1,4 +1,7 @@
-"""``tiny-agent compare`` end to end in a real subprocess against the loopback server with scripted models."""
+"""``tiny-agent compare`` end to end against the loopback server with scripted models.
+
+The two-model run is a real subprocess; the other tests call the command in-process (``cli`` in conftest.py).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +9,13 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from tests.core.cli.conftest import Cli, CliResult
 from tests.loopback import LoopbackServer, Reply
 from tests.scripted_models import ScriptedModels, answer, tool_call
 from tiny_agent_core.comparisons import list_comparisons
@@ -24,24 +31,36 @@ def _environment(tmp_path: Path, server: LoopbackServer) -> dict[str, str]:
     settings = AppSettings.load(config)
     settings.add_profile(ProfileConfig.custom("loop", server.base_url, name="Loop"))
     settings.save()
-    return {
-        **os.environ,
-        "TINY_AGENT_DATA_DIR": str(tmp_path / "data"),
-        "TINY_AGENT_CONFIG_DIR": str(config),
-        "NO_PROXY": "*",
-    }
+    return {"TINY_AGENT_DATA_DIR": str(tmp_path / "data"), "TINY_AGENT_CONFIG_DIR": str(config), "NO_PROXY": "*"}
 
 
-def _compare(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+def _compare_process(env: Mapping[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``tiny-agent compare`` as a real process with ``env`` added to this one's environment."""
     proc = subprocess.run(
         [sys.executable, "-m", "tiny_agent_core", "compare", *args],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=120, check=False,
+        capture_output=True, text=True, env={**os.environ, **env}, cwd=ROOT, timeout=120, check=False,
     )  # fmt: skip
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
 
 
-def _lines(proc: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
+Compare = Callable[..., CliResult]
+"""The ``compare`` fixture: ``compare(env, *args)``."""
+
+
+@pytest.fixture
+def compare(cli: Cli) -> Compare:
+    """``tiny-agent compare`` in-process with ``env`` set."""
+
+    def call(env: Mapping[str, str], *args: str) -> CliResult:
+        proc = cli("compare", *args, env=env)
+        assert "Traceback" not in proc.stderr, proc.stderr
+        return proc
+
+    return call
+
+
+def _lines(proc: CliResult | subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
     return [json.loads(line) for line in proc.stdout.splitlines()]
 
 
@@ -66,7 +85,7 @@ def test_two_models_write_two_sessions_in_two_copies_and_leave_the_workspace_alo
             }
         )
         env = _environment(tmp_path, server)
-        proc = _compare(
+        proc = _compare_process(
             env, "--workspace", str(workspace), "--model", "loop/model-a", "--model", "loop/model-b",
             "--allow", "edit", "greet better",
         )  # fmt: skip
@@ -100,7 +119,7 @@ def test_two_models_write_two_sessions_in_two_copies_and_leave_the_workspace_alo
     assert [report.status for report in saved.reports] == ["completed", "completed"]
 
 
-def test_a_failed_run_exits_2_and_still_reports_every_model(tmp_path: Path) -> None:
+def test_a_failed_run_exits_2_and_still_reports_every_model(compare: Compare, tmp_path: Path) -> None:
     workspace = _workspace(tmp_path)
     with LoopbackServer() as server:
         server.handler = ScriptedModels(
@@ -109,7 +128,7 @@ def test_a_failed_run_exits_2_and_still_reports_every_model(tmp_path: Path) -> N
                 "model-b": [Reply.error(400, {"error": {"message": "model-b does not exist"}})],
             }
         )
-        proc = _compare(
+        proc = compare(
             _environment(tmp_path, server), "--workspace", str(workspace),
             "--model", "loop/model-a", "--model", "loop/model-b", "hi",
         )  # fmt: skip
@@ -120,7 +139,7 @@ def test_a_failed_run_exits_2_and_still_reports_every_model(tmp_path: Path) -> N
     assert first["filesChanged"] == []
 
 
-def test_a_risky_call_is_denied_without_allow_risky(tmp_path: Path) -> None:
+def test_a_risky_call_is_denied_without_allow_risky(compare: Compare, tmp_path: Path) -> None:
     workspace = _workspace(tmp_path)
     with LoopbackServer() as server:
         scripts = {
@@ -128,7 +147,7 @@ def test_a_risky_call_is_denied_without_allow_risky(tmp_path: Path) -> None:
             for model in ("model-a", "model-b")
         }
         server.handler = ScriptedModels(scripts)
-        proc = _compare(
+        proc = compare(
             _environment(tmp_path, server), "--workspace", str(workspace),
             "--model", "loop/model-a", "--model", "loop/model-b", "--allow", "bash", "clean up",
         )  # fmt: skip
@@ -138,7 +157,7 @@ def test_a_risky_call_is_denied_without_allow_risky(tmp_path: Path) -> None:
         assert (Path(line["copy"]) / "greet.py").exists()
 
 
-def test_usage_errors_exit_2_with_one_line(tmp_path: Path) -> None:
+def test_usage_errors_exit_2_with_one_line(compare: Compare, tmp_path: Path) -> None:
     workspace = _workspace(tmp_path)
     with LoopbackServer() as server:
         env = _environment(tmp_path, server)
@@ -149,7 +168,7 @@ def test_usage_errors_exit_2_with_one_line(tmp_path: Path) -> None:
             ("--model", "loop/a", "--model", "loop"): "is not PROFILE/MODEL",
         }
         for args, message in cases.items():
-            proc = _compare(env, "--workspace", str(workspace), *args, "hi")
+            proc = compare(env, "--workspace", str(workspace), *args, "hi")
             assert proc.returncode == 2
             assert proc.stderr.startswith("tiny-agent compare: error: ")
             assert message in proc.stderr

@@ -1,4 +1,8 @@
-"""Every ``tiny-agent`` error is one line on stderr and exit 2, never a traceback (real subprocesses)."""
+"""Every ``tiny-agent`` error is one line on stderr and exit 2, never a traceback.
+
+Most tests call the command in-process (``cli`` in conftest.py); a closed stdout, what a start imports and one
+usage error per command family are real subprocesses.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +11,13 @@ import logging
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.core.agent.conftest import text_reply
+from tests.core.cli.conftest import Cli, CliResult
 from tests.core.ledger.sessionfiles import SessionFile
 from tests.loopback import LoopbackServer
 from tiny_agent_core.cli import main
@@ -24,12 +29,30 @@ from tiny_agent_core.session.store import SessionStore
 ROOT = Path(__file__).resolve().parents[3]
 
 
+def _changes(tmp_path: Path) -> dict[str, str | None]:
+    """The environment of every command here: no proxy, no debugging, the test's data folder and key."""
+    unset: dict[str, str | None] = {k: None for k in os.environ if "proxy" in k.lower() or k == "TINY_AGENT_DEBUG"}
+    return {**unset, "TINY_AGENT_DATA_DIR": str(tmp_path / "data"), "NO_PROXY": "*", "TEST_KEY": "sk-test-0123456789"}
+
+
 def _env(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower() and k != "TINY_AGENT_DEBUG"}
-    return {**env, "TINY_AGENT_DATA_DIR": str(tmp_path / "data"), "NO_PROXY": "*", "TEST_KEY": "sk-test-0123456789"}
+    """:func:`_changes` applied to this process's environment, for a child process."""
+    env = {**os.environ, **_changes(tmp_path)}
+    return {k: v for k, v in env.items() if v is not None}
 
 
-def _cli(tmp_path: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+@pytest.fixture
+def tiny_agent(cli: Cli, tmp_path: Path) -> Callable[..., CliResult]:
+    """``tiny-agent *args`` in-process with :func:`_changes` (``stdin=``: what it reads)."""
+
+    def run(*args: str, stdin: str = "") -> CliResult:
+        return cli(*args, env=_changes(tmp_path), stdin=stdin)
+
+    return run
+
+
+def _process(tmp_path: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """``tiny-agent *args`` as a real process, with :func:`_env`."""
     return subprocess.run(
         [sys.executable, "-m", "tiny_agent_core", *args],
         input=stdin,
@@ -67,12 +90,23 @@ def workspace(tmp_path: Path) -> Path:
         (["index", "rebuild", "--workspace", "nonexistent-folder"], "nonexistent-folder does not exist"),
     ],
 )
-def test_bad_values_are_one_line_usage_errors(tmp_path: Path, args: list[str], expected: str) -> None:
-    proc = _cli(tmp_path, *args, stdin="{}")
+def test_bad_values_are_one_line_usage_errors(
+    tiny_agent: Callable[..., CliResult], args: list[str], expected: str
+) -> None:
+    _assert_usage_error(tiny_agent(*args, stdin="{}"), args[0], expected)
+
+
+def test_a_usage_error_of_a_real_process_is_one_line(tmp_path: Path) -> None:
+    """As above, from ``python -m tiny_agent_core`` (the index commands' real-process test)."""
+    args = ["index", "rebuild", "--workspace", "nonexistent-folder"]
+    _assert_usage_error(_process(tmp_path, *args, stdin="{}"), "index", "nonexistent-folder does not exist")
+
+
+def _assert_usage_error(proc: CliResult | subprocess.CompletedProcess[str], command: str, expected: str) -> None:
     assert proc.returncode == 2
     assert proc.stdout == ""
     (line,) = proc.stderr.splitlines()
-    assert line.startswith(f"tiny-agent {args[0]}")
+    assert line.startswith(f"tiny-agent {command}")
     assert ": error: " in line
     assert expected in line
     assert ".." not in line
@@ -90,9 +124,9 @@ def test_bad_values_are_one_line_usage_errors(tmp_path: Path, args: list[str], e
     ],
 )
 def test_run_rejects_bad_values_before_creating_a_session(
-    tmp_path: Path, workspace: Path, base_url: str, extra: list[str], expected: str
+    tiny_agent: Callable[..., CliResult], workspace: Path, base_url: str, extra: list[str], expected: str
 ) -> None:
-    proc = _cli(tmp_path, *_run_args(workspace, base_url, *extra))
+    proc = tiny_agent(*_run_args(workspace, base_url, *extra))
     assert proc.returncode == 2
     (line,) = proc.stderr.splitlines()
     assert line.startswith("tiny-agent run: error: ")
@@ -100,15 +134,17 @@ def test_run_rejects_bad_values_before_creating_a_session(
     assert not (workspace / ".tiny-agent").exists()
 
 
-def test_run_in_a_missing_workspace(tmp_path: Path) -> None:
-    proc = _cli(tmp_path, *_run_args(tmp_path / "nowhere", "http://127.0.0.1:9/v1"))
+def test_run_in_a_missing_workspace(tiny_agent: Callable[..., CliResult], tmp_path: Path) -> None:
+    proc = tiny_agent(*_run_args(tmp_path / "nowhere", "http://127.0.0.1:9/v1"))
     assert proc.returncode == 2
     assert proc.stderr == f"tiny-agent run: error: argument --workspace: {tmp_path / 'nowhere'} does not exist\n"
 
 
-def test_unusable_index_fails_the_run_before_the_session_exists(tmp_path: Path, workspace: Path) -> None:
+def test_unusable_index_fails_the_run_before_the_session_exists(
+    tiny_agent: Callable[..., CliResult], tmp_path: Path, workspace: Path
+) -> None:
     (tmp_path / "data").write_text("a file where the data folder should be")
-    proc = _cli(tmp_path, *_run_args(workspace, "http://127.0.0.1:9/v1"))
+    proc = tiny_agent(*_run_args(workspace, "http://127.0.0.1:9/v1"))
     assert proc.returncode == 2
     (line,) = proc.stderr.splitlines()
     error = json.loads(line)["error"]
@@ -119,11 +155,13 @@ def test_unusable_index_fails_the_run_before_the_session_exists(tmp_path: Path, 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("damage", ["whole file", "middle page"])
-def test_damaged_index_is_rebuilt_for_sessions_rebuild_and_run(tmp_path: Path, workspace: Path, damage: str) -> None:
+def test_damaged_index_is_rebuilt_for_sessions_rebuild_and_run(
+    tiny_agent: Callable[..., CliResult], tmp_path: Path, workspace: Path, damage: str
+) -> None:
     for number in range(1, 40):
         session = SessionFile(workspace, number, created_at=1_760_000_000_000 + number)
         session.user(f"question {number} " + "words " * 300)
-    assert _cli(tmp_path, "sessions", "--workspace", str(workspace)).returncode == 0
+    assert tiny_agent("sessions", "--workspace", str(workspace)).returncode == 0
     database = tmp_path / "data" / "index.sqlite3"
     size = database.stat().st_size
     with open(database, "r+b") as handle:
@@ -132,14 +170,14 @@ def test_damaged_index_is_rebuilt_for_sessions_rebuild_and_run(tmp_path: Path, w
         handle.write(os.urandom(size if damage == "whole file" else 4096))
     notice = "tiny-agent: The index database could not be used"
 
-    listed = _cli(tmp_path, "sessions", "--workspace", str(workspace), "--json")
+    listed = tiny_agent("sessions", "--workspace", str(workspace), "--json")
     assert listed.returncode == 0, listed.stderr
     assert listed.stderr.count(notice) == 1
     assert len(json.loads(listed.stdout)) == 39
 
     with open(database, "r+b") as handle:
         handle.write(os.urandom(4096))
-    rebuilt = _cli(tmp_path, "index", "rebuild")
+    rebuilt = tiny_agent("index", "rebuild")
     assert rebuilt.returncode == 0, rebuilt.stderr
     assert rebuilt.stderr.count(notice) == 1
     assert json.loads(rebuilt.stdout)["corrupt"] == []
@@ -148,7 +186,7 @@ def test_damaged_index_is_rebuilt_for_sessions_rebuild_and_run(tmp_path: Path, w
         handle.write(os.urandom(4096))
     with LoopbackServer() as server:
         server.queue(text_reply("fine"))
-        ran = _cli(tmp_path, *_run_args(workspace, server.base_url))
+        ran = tiny_agent(*_run_args(workspace, server.base_url))
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout == "fine"
     assert ran.stderr.count(notice) == 1
@@ -156,13 +194,13 @@ def test_damaged_index_is_rebuilt_for_sessions_rebuild_and_run(tmp_path: Path, w
     assert json.loads(ran.stderr.splitlines()[-1])["outcome"] == "completed"
     moved = [p for p in (tmp_path / "data").glob("index.sqlite3.corrupt-*") if not p.name.endswith(("-wal", "-shm"))]
     assert len(moved) == 3
-    final = _cli(tmp_path, "sessions", "--workspace", str(workspace), "--json")
+    final = tiny_agent("sessions", "--workspace", str(workspace), "--json")
     assert (final.returncode, final.stderr) == (0, "")
     assert len(json.loads(final.stdout)) == 40
 
 
-def test_version(tmp_path: Path) -> None:
-    proc = _cli(tmp_path, "--version")
+def test_version(tiny_agent: Callable[..., CliResult]) -> None:
+    proc = tiny_agent("--version")
     assert proc.returncode == 0
     assert proc.stdout.startswith("tiny-agent ")
     assert proc.stdout.split()[1][0].isdigit()

@@ -1,5 +1,9 @@
-"""``tiny-agent run --mcp-config FILE --mcp ALIAS``: MCP tools in a real ``run`` subprocess (loopback provider, the
-stdio test server of ``tests/core/mcp/server_app.py``)."""
+"""``tiny-agent run --mcp-config FILE --mcp ALIAS``: MCP tools in a ``run`` (loopback provider, the stdio test server
+of ``tests/core/mcp/server_app.py`` as a real child process).
+
+The runs call the command in-process (``cli`` in conftest.py), except the two that ask which modules a fresh
+``tiny-agent`` process imports.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +11,18 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.core.agent.conftest import text_reply, tool_reply
+from tests.core.cli.conftest import Cli, CliResult
 from tests.loopback import LoopbackServer
 from tiny_agent_core.mcp.names import function_name
 from tiny_agent_core.session.reducer import reduce_session
 
-pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]  # every test runs tiny-agent (and MCP servers) as processes
+pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]  # every test runs MCP servers as processes
 
 KEY = "sk-run-mcp-secret-0123456789abcdef"
 ROOT = Path(__file__).resolve().parents[3]
@@ -36,9 +42,13 @@ sys.exit(code)
 """``tiny-agent`` that says, as its last stderr line, which modules of the MCP SDK it imported."""
 
 
-def _env(tmp_path: Path) -> dict[str, str]:
+Run = Callable[..., tuple[CliResult, list[str]]]
+"""The ``run`` fixture: ``run(server, *args)``."""
+
+
+def _changes(tmp_path: Path) -> dict[str, str]:
+    """The environment of a run: the key in ``TEST_KEY``, the test's data and config folders, no proxy."""
     return {
-        **os.environ,
         "TEST_KEY": KEY,
         "TINY_AGENT_DATA_DIR": str(tmp_path / "data"),
         "TINY_AGENT_CONFIG_DIR": str(tmp_path / "config"),
@@ -46,15 +56,28 @@ def _env(tmp_path: Path) -> dict[str, str]:
     }
 
 
-def _run(
-    tmp_path: Path, server: LoopbackServer, *args: str, probe: bool = False
-) -> tuple[subprocess.CompletedProcess[str], list[str]]:
-    """``tiny-agent run`` in the workspace ``tmp_path/ws``; the process and its stderr lines."""
-    start = ["-c", _PROBE] if probe else ["-m", "tiny_agent_core"]
+def _argv(tmp_path: Path, server: LoopbackServer, *args: str) -> list[str]:
+    return ["run", "--workspace", str(tmp_path / "ws"), "--base-url", server.base_url, "--model", "m",
+            "--api-key-env", "TEST_KEY", *args]  # fmt: skip
+
+
+@pytest.fixture
+def run(cli: Cli, tmp_path: Path) -> Run:
+    """``tiny-agent run`` in-process in the workspace ``tmp_path/ws``: the result and its stderr lines."""
+
+    def call(server: LoopbackServer, *args: str) -> tuple[CliResult, list[str]]:
+        proc = cli(*_argv(tmp_path, server, *args), env=_changes(tmp_path))
+        assert "Traceback" not in proc.stderr, proc.stderr
+        return proc, proc.stderr.strip().splitlines()
+
+    return call
+
+
+def _probe(tmp_path: Path, server: LoopbackServer, *args: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """``tiny-agent run`` as a real process that reports the SDK modules it loaded: the process and its stderr lines."""
     proc = subprocess.run(
-        [sys.executable, *start, "run", "--workspace", str(tmp_path / "ws"), "--base-url", server.base_url,
-         "--model", "m", "--api-key-env", "TEST_KEY", *args],
-        capture_output=True, text=True, env=_env(tmp_path), cwd=ROOT, timeout=150, check=False,
+        [sys.executable, "-c", _PROBE, *_argv(tmp_path, server, *args)],
+        capture_output=True, text=True, env={**os.environ, **_changes(tmp_path)}, cwd=ROOT, timeout=150, check=False,
     )  # fmt: skip
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc, proc.stderr.strip().splitlines()
@@ -76,11 +99,13 @@ def _sessions(tmp_path: Path) -> list[Path]:
     return sorted((tmp_path / "ws" / ".tiny-agent" / "sessions").glob("*.jsonl"))
 
 
-def test_an_allowed_mcp_call_is_answered_and_offered_beside_the_builtins(tmp_path: Path, catalog: Path) -> None:
+def test_an_allowed_mcp_call_is_answered_and_offered_beside_the_builtins(
+    run: Run, tmp_path: Path, catalog: Path
+) -> None:
     with LoopbackServer() as server:
         server.queue(tool_reply(("c1", ECHO, '{"text": "from the model"}')), text_reply("Echoed."))
-        proc, lines = _run(
-            tmp_path, server, "--mcp-config", str(catalog), "--mcp", "t", "--allow", "read", "--allow", "mcp:t",
+        proc, lines = run(
+            server, "--mcp-config", str(catalog), "--mcp", "t", "--allow", "read", "--allow", "mcp:t",
             "echo something",
         )  # fmt: skip
         offered = [tool["function"]["name"] for tool in server.requests[0].json()["tools"]]
@@ -100,15 +125,15 @@ def test_an_allowed_mcp_call_is_answered_and_offered_beside_the_builtins(tmp_pat
     assert [(r["toolName"], r["replay"]) for r in records if r["type"] == "toolStarted"] == [(ECHO, "never")]
 
 
-def test_allowing_one_tool_denies_the_others_with_the_allow_that_would_do(tmp_path: Path, catalog: Path) -> None:
+def test_allowing_one_tool_denies_the_others_with_the_allow_that_would_do(
+    run: Run, tmp_path: Path, catalog: Path
+) -> None:
     fail = str(function_name("t", "fail"))
     with LoopbackServer() as server:
         server.queue(
             tool_reply(("c1", ECHO, '{"text": "ok"}'), ("c2", fail, '{"message": "x"}')), text_reply("One of two.")
         )
-        proc, lines = _run(
-            tmp_path, server, "--mcp-config", str(catalog), "--mcp", "t", "--allow", "mcp:t/echo", "try both"
-        )
+        proc, lines = run(server, "--mcp-config", str(catalog), "--mcp", "t", "--allow", "mcp:t/echo", "try both")
         offered = [tool["function"]["name"] for tool in server.requests[0].json()["tools"]]
         echoed, denied = server.requests[1].json()["messages"][-2:]
     assert proc.returncode == 0, proc.stderr
@@ -121,10 +146,10 @@ def test_allowing_one_tool_denies_the_others_with_the_allow_that_would_do(tmp_pa
     assert json.loads(lines[-1])["outcome"] == "completed"
 
 
-def test_an_mcp_call_without_an_allow_is_denied(tmp_path: Path, catalog: Path) -> None:
+def test_an_mcp_call_without_an_allow_is_denied(run: Run, tmp_path: Path, catalog: Path) -> None:
     with LoopbackServer() as server:
         server.queue(tool_reply(("c1", ECHO, '{"text": "x"}')), text_reply("Denied then."))
-        proc, _ = _run(tmp_path, server, "--mcp-config", str(catalog), "--mcp", "t", "try it")
+        proc, _ = run(server, "--mcp-config", str(catalog), "--mcp", "t", "try it")
         offered = [tool["function"]["name"] for tool in server.requests[0].json()["tools"]]
         denied = server.requests[1].json()["messages"][-1]["content"]
     assert proc.returncode == 0, proc.stderr
@@ -139,21 +164,21 @@ def test_an_mcp_call_without_an_allow_is_denied(tmp_path: Path, catalog: Path) -
     [("crash", "Error: MCP server t"), ("hang", "Error: MCP server t did not answer within 1500 ms")],
 )
 def test_a_server_that_crashes_or_hangs_mid_call_is_an_error_result(
-    tmp_path: Path, catalog: Path, remote: str, expected: str
+    run: Run, tmp_path: Path, catalog: Path, remote: str, expected: str
 ) -> None:
     name = str(function_name("t", remote))
     with LoopbackServer() as server:
         server.queue(tool_reply(("c1", name, "{}")), text_reply("Noted."))
-        proc, lines = _run(tmp_path, server, "--mcp-config", str(catalog), "--mcp", "t", "--allow", "mcp:t", "call")
+        proc, lines = run(server, "--mcp-config", str(catalog), "--mcp", "t", "--allow", "mcp:t", "call")
         result = server.requests[1].json()["messages"][-1]["content"]
     assert proc.returncode == 0, proc.stderr
     assert result.startswith(expected), result
     assert json.loads(lines[-1])["outcome"] == "completed"
 
 
-def test_a_server_that_fails_to_start_exits_2_and_creates_no_session(tmp_path: Path, catalog: Path) -> None:
+def test_a_server_that_fails_to_start_exits_2_and_creates_no_session(run: Run, tmp_path: Path, catalog: Path) -> None:
     with LoopbackServer() as server:
-        proc, lines = _run(tmp_path, server, "--mcp-config", str(catalog), "--mcp", "t", "--mcp", "dead", "hi")
+        proc, lines = run(server, "--mcp-config", str(catalog), "--mcp", "t", "--mcp", "dead", "hi")
         requests = len(server.requests)
     assert proc.returncode == 2
     assert len(lines) == 1, lines
@@ -164,9 +189,9 @@ def test_a_server_that_fails_to_start_exits_2_and_creates_no_session(tmp_path: P
     assert _sessions(tmp_path) == []
 
 
-def test_an_allow_that_covers_no_offered_tool_exits_2(tmp_path: Path, catalog: Path) -> None:
+def test_an_allow_that_covers_no_offered_tool_exits_2(run: Run, tmp_path: Path, catalog: Path) -> None:
     with LoopbackServer() as server:
-        proc, lines = _run(tmp_path, server, "--mcp-config", str(catalog), "--mcp", "t", "--allow", "mcp:t/nope", "hi")
+        proc, lines = run(server, "--mcp-config", str(catalog), "--mcp", "t", "--allow", "mcp:t/nope", "hi")
     assert proc.returncode == 2
     assert len(lines) == 1, lines
     error = json.loads(lines[0])["error"]
@@ -188,12 +213,14 @@ def test_an_allow_that_covers_no_offered_tool_exits_2(tmp_path: Path, catalog: P
         (["--mcp-config", "BROKEN", "--mcp", "t"], "the MCP catalog is not valid JSON"),
     ],
 )
-def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path, catalog: Path, args: list[str], message: str) -> None:
+def test_usage_errors_are_one_line_and_exit_2(
+    run: Run, tmp_path: Path, catalog: Path, args: list[str], message: str
+) -> None:
     broken = tmp_path / "broken.json"
     broken.write_text('{"servers": ')
     paths = {"CATALOG": str(catalog), "MISSING": str(tmp_path / "missing.json"), "BROKEN": str(broken)}
     with LoopbackServer() as server:
-        proc, lines = _run(tmp_path, server, *(paths.get(arg, arg) for arg in args), "hi")
+        proc, lines = run(server, *(paths.get(arg, arg) for arg in args), "hi")
         requests = len(server.requests)
     assert proc.returncode == 2
     assert len(lines) == 1, lines
@@ -207,9 +234,9 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path, catalog: Path, arg
 def test_a_run_without_mcp_does_not_import_the_sdk(tmp_path: Path, catalog: Path) -> None:
     with LoopbackServer() as server:
         server.queue(text_reply("plain"), text_reply("still plain"))
-        plain, plain_lines = _run(tmp_path, server, "--allow", "read", "hello", probe=True)
+        plain, plain_lines = _probe(tmp_path, server, "--allow", "read", "hello")
         # a catalog named but no server chosen: read and checked, still no SDK
-        named, named_lines = _run(tmp_path, server, "--mcp-config", str(catalog), "hello", probe=True)
+        named, named_lines = _probe(tmp_path, server, "--mcp-config", str(catalog), "hello")
     assert plain.returncode == 0, plain.stderr
     assert named.returncode == 0, named.stderr
     assert plain_lines[-1] == "SDK-MODULES []"
@@ -220,23 +247,21 @@ def test_a_run_with_mcp_does_import_the_sdk(tmp_path: Path, catalog: Path) -> No
     """The probe of the test above sees the SDK when it is loaded."""
     with LoopbackServer() as server:
         server.queue(text_reply("with tools"))
-        proc, lines = _run(tmp_path, server, "--mcp-config", str(catalog), "--mcp", "t", "hello", probe=True)
+        proc, lines = _probe(tmp_path, server, "--mcp-config", str(catalog), "--mcp", "t", "hello")
     assert proc.returncode == 0, proc.stderr
     assert lines[-1].startswith("SDK-MODULES [")
     assert json.loads(lines[-1].removeprefix("SDK-MODULES ")) != []
 
 
-def test_a_failed_connect_leaves_a_continued_session_untouched(tmp_path: Path, catalog: Path) -> None:
+def test_a_failed_connect_leaves_a_continued_session_untouched(run: Run, tmp_path: Path, catalog: Path) -> None:
     with LoopbackServer() as server:
         server.queue(text_reply("first"))
-        proc, lines = _run(tmp_path, server, "first prompt")
+        proc, lines = run(server, "first prompt")
         assert proc.returncode == 0, proc.stderr
         session_id = json.loads(lines[-1])["sessionId"]
         (path,) = _sessions(tmp_path)
         before = path.read_bytes()
-        proc, lines = _run(
-            tmp_path, server, "--session", session_id, "--mcp-config", str(catalog), "--mcp", "dead", "second"
-        )
+        proc, lines = run(server, "--session", session_id, "--mcp-config", str(catalog), "--mcp", "dead", "second")
     assert proc.returncode == 2
     assert json.loads(lines[-1])["error"]["kind"] == "mcp"
     assert path.read_bytes() == before
