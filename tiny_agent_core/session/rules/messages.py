@@ -80,7 +80,7 @@ def canonical_message(message: dict[str, Any]) -> str:
     An accepted message has a fixed shape (exactly these keys, string values), so its keys are written here in
     their sorted order and only its strings are encoded, by the function ``json.dumps(ensure_ascii=False)`` itself
     uses for them (``encode_basestring``: quoted, escaped like ``JSON.stringify``). A load digests every message
-    of a compacted session, so this is ~2.5× faster than the encoder; the two are tested equal. (The f-strings'
+    of a compacted session, so this is ~2× faster than the encoder; the two are tested equal. (The f-strings'
     ``{{``/``}}`` are the JSON's braces; an f-string joins its parts in one step, faster than ``+``.)
     """
     role = message["role"]
