@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import logging
 import sqlite3
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import shiboken6
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QCloseEvent, QGuiApplication, QKeySequence, QResizeEvent
+from PySide6.QtGui import QCloseEvent, QKeySequence, QResizeEvent
 from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
@@ -30,22 +29,20 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tiny_agent_core.agent.events import DialectLearned, StepFinished, ToolsDropped
-from tiny_agent_core.agent.loop import RunResult
-from tiny_agent_core.errors import SecretStoreError, SettingsError, TinyAgentError
-from tiny_agent_core.fork import fork_before
+from tiny_agent_core.agent.events import StepFinished
+from tiny_agent_core.errors import SecretStoreError, SettingsError
 from tiny_agent_core.ledger import IndexConnection, raw_captures
 from tiny_agent_core.ledger.index import SessionSummary
 from tiny_agent_core.local_servers import LocalServer, detect_local_servers
 from tiny_agent_core.mcp.app_servers import AppServers
 from tiny_agent_core.mcp.errors import McpConnectError, McpError, connect_advice
-from tiny_agent_core.model_catalog import ModelEntry, recovery_conflict
+from tiny_agent_core.model_catalog import ModelEntry
 from tiny_agent_core.paths import default_workspace
 from tiny_agent_core.pricing import Overrides
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.secrets import KeyStore
 from tiny_agent_core.settings import AppSettings
-from tiny_agent_core.timeline import NoticeItem, Timeline, UserItem
+from tiny_agent_core.timeline import Timeline
 from tiny_agent_core.tools.approval import ToolSettings
 from tiny_agent_core.usage import Usage
 from tiny_agent_core.workbench import OpenedSession
@@ -55,7 +52,6 @@ from tiny_agent_gui.banner import Action, Banner
 from tiny_agent_gui.context_window import ContextWindows
 from tiny_agent_gui.cost.view import CostView
 from tiny_agent_gui.diagnostics import Diagnostics
-from tiny_agent_gui.error_actions import action_for
 from tiny_agent_gui.inspector import InspectorPane
 from tiny_agent_gui.logs import LOG_FILE_NAME
 from tiny_agent_gui.model_picker import ModelCatalog, ModelPicker
@@ -66,27 +62,24 @@ from tiny_agent_gui.status_bar import ContextLabel, SpeedLabel, UsageLabel
 from tiny_agent_gui.transcript import Composer, TranscriptView
 from tiny_agent_gui.welcome import WelcomeView
 from tiny_agent_gui.window_actions import add_action, add_menu
-from tiny_agent_gui.window_compare import CompareSetup, compare_run
+from tiny_agent_gui.window_compare import CompareHost
 from tiny_agent_gui.window_connection import active_connection, active_context_window, ask_context_window
 from tiny_agent_gui.window_costs import select_session_when_loaded
-from tiny_agent_gui.window_errors import TOOLS_DROPPED_ADVICE, ErrorOffers
 from tiny_agent_gui.window_help import copy_when_gathered, fill_when_gathered, gather_diagnostics, reveal_log_folder
-from tiny_agent_gui.window_layout import INSPECTOR_COLLAPSE_WIDTH, chain_panes, pane_widths
-from tiny_agent_gui.window_settings import add_local_server, make_active, store_learned_dialect
+from tiny_agent_gui.window_layout import PaneSizing, chain_panes
+from tiny_agent_gui.window_models import ModelChoice
+from tiny_agent_gui.window_run_events import RunEvents
+from tiny_agent_gui.window_settings import add_local_server
 from tiny_agent_gui.window_status import (
     TITLE_LIMIT,
     latest_recorded_usage,
-    learned_words,
     model_label,
     session_figures,
     session_title,
 )
 
 if TYPE_CHECKING:  # the compare machinery is imported when the compare view is first shown
-    from tiny_agent_core.compare import CompareRun
     from tiny_agent_gui.compare_view import CompareView
-
-_log = logging.getLogger(__name__)
 
 TEST_PROMPT = "Say hello in one sentence, then list the files in this folder."
 """Offered in the composer at the end of the first run (it reads the workspace, so it tests a tool call too)."""
@@ -153,35 +146,29 @@ class MainWindow(QMainWindow):
             self._price_overrides,
             self,
         )
-        self.model_picker: ModelPicker | None = None
         self.context_windows = ContextWindows(
             services.client.http if services.client is not None else None, ask=services.ask_context, parent=self
         )
         self._last_prompt_tokens: int | None = None
         self._last_window: int | None = None
-        self._learned_notice: str | None = None
-        """What the server taught during the running operation, said again when it ends (a tool's progress
-        messages replace it in the status bar meanwhile)."""
-        self._tasks: set[asyncio.Future[None]] = set()
         self.timeline: Timeline | None = None
         self._closing: asyncio.Future[None] | None = None
         self._shut_down = False
         self._last_step_usage: Usage | None = None
         self.about_dialog: AboutDialog | None = None
         self._diagnostics_task: asyncio.Future[Diagnostics] | None = None
-        self._inspector_toggled = False
         self.shortcuts_dialog: ShortcutsDialog | None = None
         self._build_panes()
-        self._offers = ErrorOffers(
-            self.banner,
-            self.show_banner,
-            open_settings=lambda profile_id: self.open_settings(SettingsRequest(profile_id=profile_id)),
-            retry=self.retry_last,
-            retry_cancelled=self._retry_cancelled,
-            copy=self._copy,
-            compact=self.controller.compact,
-            new_session=self.new_session,
+        self.model_choice = ModelChoice(self, save_settings=self._save_settings, model_changed=self._model_changed)
+        self.compare = CompareHost(self, self.model_choice, running_changed=self._update_actions)
+        self.run_events = RunEvents(
+            self,
+            open_provider_settings=lambda profile_id: self.open_settings(SettingsRequest(profile_id=profile_id)),
+            save_settings=self._save_settings,
+            update_status=self._update_status,
+            update_actions=self._update_actions,
         )
+        self._offers = self.run_events.offers
         self._build_menus()
         self._wire()
         self._set_tab_order()
@@ -229,12 +216,10 @@ class MainWindow(QMainWindow):
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setStretchFactor(2, 0)
         self.splitter.setSizes([320, 700, 420])
-        self._panes_sized_by_user = False
-        self.splitter.splitterMoved.connect(self._panes_moved)
+        self.pane_sizing = PaneSizing(self.splitter, self.inspector)
 
         self.welcome = WelcomeView(self.services.keys.status(), detector=self._detector())
         self.cost_view = CostView(self.services.ledger, load=False)
-        self._compare_view: CompareView | None = None  # made when first shown (see compare_view)
 
         self.pages = QStackedWidget()
         self.pages.addWidget(self.welcome)
@@ -283,7 +268,7 @@ class MainWindow(QMainWindow):
         self.abandon_action.setStatusTip("Only when an operation was left unfinished and cannot be recovered")
         self.choose_model_action = action("Choose &Model…", "Ctrl+M", self.choose_model)
         self.choose_model_action.setStatusTip("The provider and model of the next request")
-        self.compare_action = action("Com&pare Models…", None, self.show_compare)
+        self.compare_action = action("Com&pare Models…", None, self.compare.show)
         self.compare_action.setStatusTip("Run one task on 2–4 models at once, each in its own copy of the workspace")
         add_menu(
             bar,
@@ -299,12 +284,12 @@ class MainWindow(QMainWindow):
 
         self.show_sessions_action = action("&Sessions", "Ctrl+1", self.show_sessions)
         self.show_costs_action = action("&Costs", "Ctrl+2", self.show_costs)
-        self.show_compare_action = action("Co&mpare", "Ctrl+3", self.show_compare)
+        self.show_compare_action = action("Co&mpare", "Ctrl+3", self.compare.show)
         self.find_action = action("&Find Session", "Ctrl+F", self._find)
         # The session pane owns the window-wide Ctrl+F; the menu only shows it (two would be ambiguous).
         self.removeAction(self.find_action)
         self.find_action.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
-        self.inspector_action = action("Toggle &Inspector", "Ctrl+I", self._toggle_inspector)
+        self.inspector_action = action("Toggle &Inspector", "Ctrl+I", self.pane_sizing.toggle_inspector)
         self.focus_prompt_action = action("Focus &Prompt", "Ctrl+L", self.composer.setFocus)
         add_menu(
             bar,
@@ -341,23 +326,23 @@ class MainWindow(QMainWindow):
         self.transcript.item_selected.connect(self.inspector.show_item)
         self.inspector.row_requested.connect(self._select_transcript_row)
         self.controller.mcp_failed.connect(self._mcp_failed)
-        self.transcript.retry_requested.connect(self._retry)
+        self.transcript.retry_requested.connect(self.run_events.retry)
         self.composer.submitted.connect(self._submit)
         self.composer.cancel_requested.connect(self.stop)
         self.composer.model_requested.connect(self.choose_model)
-        self.transcript.rerun_requested.connect(self.rerun)
+        self.transcript.rerun_requested.connect(self.model_choice.rerun)
         self.catalog.changed.connect(self._update_status)
         self.context_windows.changed.connect(self._update_status)
-        self.controller.dialect_learned.connect(self._dialect_learned)
-        bridge.tools_dropped.connect(self._tools_dropped)
+        self.controller.dialect_learned.connect(self.run_events.dialect_learned)
+        bridge.tools_dropped.connect(self.run_events.tools_dropped)
         self.controller.session_opened.connect(self._session_opened)
         self.controller.busy_changed.connect(self._busy_changed)
-        self.controller.finished.connect(self._finished)
-        self.controller.failed.connect(self._failed)
-        self.controller.recovery_blocked.connect(self._recovery_blocked)
-        self.controller.unfinished.connect(self._unfinished)
+        self.controller.finished.connect(self.run_events.finished)
+        self.controller.failed.connect(self.run_events.failed)
+        self.controller.recovery_blocked.connect(self.run_events.recovery_blocked)
+        self.controller.unfinished.connect(self.run_events.unfinished)
         bridge.tool_started.connect(lambda event: self.statusBar().showMessage(f"Running {event.name}…"))
-        bridge.tool_output.connect(self._tool_output)
+        bridge.tool_output.connect(self.run_events.tool_output)
         bridge.tool_finished.connect(lambda event: self.statusBar().clearMessage())
         self.sessions.session_activated.connect(self._open_summary)
         self.sessions.session_pointed.connect(lambda summary: self.controller.warm(summary.path))
@@ -508,7 +493,7 @@ class MainWindow(QMainWindow):
     def import_session(self) -> None:
         """Import a v2 session file into the open session's workspace (else the current one)."""
         self.show_sessions()
-        self.sessions.import_dialog(self._compare_workspace())
+        self.sessions.import_dialog(self.session_workspace())
 
     def open_in_costs(self, session_id: str) -> None:
         """The cost view over all time with one session selected (its figures side by side)."""
@@ -555,7 +540,7 @@ class MainWindow(QMainWindow):
     def stop(self) -> None:
         """Stop (Esc, Ctrl+.): cancel a waiting automatic retry, else stop the running compare (on its page, or
         when no session operation runs), else stop the running operation."""
-        compare = self._compare_view
+        compare = self.compare.made
         compare_first = not self.controller.busy or (compare is not None and self.pages.currentWidget() is compare)
         if self.banner.cancel_countdown():
             self.statusBar().showMessage("Automatic retry cancelled.", 5000)
@@ -621,25 +606,12 @@ class MainWindow(QMainWindow):
         self.show_sessions()
         self.sessions.focus_search()
 
-    def _toggle_inspector(self) -> None:
-        self._inspector_toggled = True
-        self.inspector.setVisible(not self.inspector.isVisible())
-
-    def _panes_moved(self, _position: int, _index: int) -> None:
-        self._panes_sized_by_user = True
-
     def resizeEvent(self, event: QResizeEvent) -> None:
         """Share the width between the panes until the user drags a divider: the transcript gets the most; the
-        inspector collapses (Ctrl+I brings it back) below :data:`INSPECTOR_COLLAPSE_WIDTH`."""
+        inspector collapses (Ctrl+I brings it back) below
+        :data:`~tiny_agent_gui.window_layout.INSPECTOR_COLLAPSE_WIDTH` (see :class:`PaneSizing`)."""
         super().resizeEvent(event)
-        self._fit_panes(event.size().width())
-
-    def _fit_panes(self, width: int) -> None:
-        if not self._inspector_toggled:
-            self.inspector.setVisible(width >= INSPECTOR_COLLAPSE_WIDTH)
-        if self._panes_sized_by_user or width <= 0:
-            return
-        self.splitter.setSizes(pane_widths(width, not self.inspector.isHidden()))
+        self.pane_sizing.fit(event.size().width())
 
     # -- session events ---------------------------------------------------------------------------------------
 
@@ -690,19 +662,6 @@ class MainWindow(QMainWindow):
             self.transcript.setCurrentIndex(index)
             self.transcript.scrollTo(index)
 
-    def _retry(self, notice: NoticeItem) -> None:
-        self.banner.cancel_countdown()
-        if notice.operation_kind == "compaction":
-            self.controller.compact()
-        elif notice.retry_prompt:
-            self.controller.submit(notice.retry_prompt)
-
-    def retry_last(self) -> None:
-        """Run the latest failed operation again (what its inline Retry does)."""
-        notices = [item for item in (self.timeline.items if self.timeline else []) if isinstance(item, NoticeItem)]
-        if notices and notices[-1].retryable:
-            self._retry(notices[-1])
-
     def _busy_changed(self, busy: bool) -> None:
         self.composer.set_busy(busy)
         session = self.controller.session
@@ -716,7 +675,7 @@ class MainWindow(QMainWindow):
         busy = self.controller.busy if busy is None else busy
         writable = session is not None and not session.read_only and not session.store.closed
         unfinished = writable and session is not None and session.store.state.operation.kind != "idle"
-        self.stop_action.setEnabled(busy or self.banner.counting_down or self._comparing)
+        self.stop_action.setEnabled(busy or self.banner.counting_down or self.compare.running)
         self.compact_action.setEnabled(writable and not busy)
         self.abandon_action.setEnabled(unfinished and not busy)
 
@@ -731,81 +690,6 @@ class MainWindow(QMainWindow):
         self._last_window = event.context_window
         self.status_speed.step_finished(getattr(event, "latency_ms", None), getattr(event, "ttft_ms", None), usage)
         self._update_status()
-
-    def _finished(self, result: RunResult) -> None:
-        session = self.controller.session
-        if session is not None:
-            self.sessions.refresh_session(session.store.session_id)
-        if result.kind == "compaction" and result.answer:
-            self.statusBar().showMessage(result.answer, 5000)
-        if result.outcome == "completed":
-            self._offers.reset()
-        used = self.controller.connection_in_use
-        if used is not None and self.controller.settings_changed_since_start():
-            self.statusBar().showMessage(
-                f"That operation ran on the previous settings ({used.profile.name} · {used.model}); "
-                "the next request uses the new ones.",
-                10000,
-            )
-        if self._learned_notice is not None:
-            self.statusBar().showMessage(self._learned_notice, 20000)
-            self._learned_notice = None
-        if result.outcome == "failed":
-            action = action_for(result.error, used.profile if used is not None else None)
-            if action is not None:
-                self._offers.offer(action, used.profile_id if used is not None else None)
-        self._update_status()
-        self._update_actions()
-
-    def _dialect_learned(self, profile_id: str | None, event: DialectLearned) -> None:
-        """The server needs a repaired request form: keep it in the profile (saved), and say so once."""
-        settings = self.services.settings
-        config = settings.profile(profile_id) if profile_id is not None else None
-        name = config.name if config is not None else event.base_url
-        if config is not None and store_learned_dialect(settings, config, event):
-            self._save_settings()
-            self.controller.adopt_settings()  # the running agent already sends the repaired form
-        words = learned_words(event)
-        _log.info("%s: learned %s", name, event.changes)
-        self._learned_notice = f"{name}: {words}."
-        self.statusBar().showMessage(self._learned_notice, 20000)
-        self._update_status()
-
-    def _tools_dropped(self, event: ToolsDropped) -> None:
-        """The model never saw the tools: say so, with the ways out."""
-        used = self.controller.connection_in_use
-        profile_id = used.profile_id if used is not None else None
-        self.show_banner(
-            event.message + TOOLS_DROPPED_ADVICE,
-            "Open provider settings",
-            lambda: self.open_settings(SettingsRequest(profile_id=profile_id)),
-        )
-
-    def _retry_cancelled(self) -> None:
-        self.statusBar().showMessage("Automatic retry cancelled; use Retry in the transcript when you are ready.", 8000)
-        self._update_actions()
-
-    def _copy(self, text: str) -> None:
-        QGuiApplication.clipboard().setText(text)
-        self.statusBar().showMessage(f"Copied: {text}", 5000)
-
-    def _tool_output(self, event: object) -> None:
-        self.inspector.append_live_output(str(getattr(event, "call_id", "")), str(getattr(event, "text", "")))
-        lines = [line for line in str(getattr(event, "text", "")).splitlines() if line.strip()]
-        if lines:
-            self.statusBar().showMessage(f"{getattr(event, 'name', 'tool')}: {lines[-1][:200]}")
-
-    def _failed(self, message: str) -> None:
-        _log.warning("operation failed: %s", message)
-        self.show_banner(self.with_log_hint(message))
-
-    def _unfinished(self, message: str) -> None:
-        _log.info("session has an unfinished operation: %s", message)
-        self.show_banner(self.with_log_hint(message), "Recover", self.controller.recover)
-
-    def _recovery_blocked(self, message: str) -> None:
-        _log.warning("recovery blocked: %s", message)
-        self.show_banner(self.with_log_hint(message), "Abort Unfinished Operation", self.controller.abandon)
 
     def _update_status(self) -> None:
         config = self.services.settings.active()
@@ -835,162 +719,36 @@ class MainWindow(QMainWindow):
         self.status_context.setVisible(self.controller.session is not None or window is not None)
         self.status_context.show_context(prompt, window)
 
-    # -- models, re-runs and compare runs ---------------------------------------------------------------------
+    # -- models and compare runs -----------------------------------------------------------------------------
 
-    def _current_model(self) -> tuple[str, str] | None:
-        config = self.services.settings.active()
-        return (config.id, config.model) if config is not None and config.model else None
-
-    def _open_picker(self, title: str, chosen: Callable[[ModelEntry], None]) -> ModelPicker:
-        """Open the model picker (one at a time) on the current model; ``chosen`` gets the pick."""
-        if self.model_picker is not None and shiboken6.isValid(self.model_picker):
-            self.model_picker.close()
-        picker = ModelPicker(self.catalog, self._current_model(), title, self)
-        picker.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        picker.chosen.connect(chosen)
-        self.model_picker = picker
-        picker.open()
-        picker.filter.setFocus()
-        return picker
+    @property
+    def model_picker(self) -> ModelPicker | None:
+        """The open model picker (one at a time; ``None`` before the first)."""
+        return self.model_choice.picker
 
     def choose_model(self) -> None:
         """Ctrl+M: pick the provider and model of the next request."""
-        self._open_picker("Choose Model", self.use_model)
+        self.model_choice.choose()
 
-    def _apply_model(self, entry: ModelEntry) -> bool:
-        """Make ``entry`` the active profile and its model (saved in the settings); ``False`` if it is gone."""
-        if not make_active(self.services.settings, entry):
-            return False
-        self._save_settings()
+    def use_model(self, entry: ModelEntry) -> None:
+        """Use ``entry`` for the next request of the session (and new sessions); see :class:`ModelChoice`."""
+        self.model_choice.use(entry)
+
+    def _model_changed(self) -> None:
+        """The active model changed: its context window is asked for, the status bar follows."""
         self._last_window = None
         self._ask_context_window()
         self._update_status()
-        return True
-
-    def use_model(self, entry: ModelEntry) -> None:
-        """Use ``entry`` for the next request of the session (and new sessions). An unfinished operation of the
-        open session started on another model cannot be recovered on this one (the recovery planner refuses a
-        changed configuration): say so, with the two ways forward."""
-        previous = self._current_model()
-        if not self._apply_model(entry):
-            return
-        session = self.controller.session
-        recorded = recovery_conflict(session.store.state, entry.model) if session is not None else None
-        if recorded is not None and session is not None and not session.read_only:
-            back = self.catalog.entry_for(previous[0], recorded) if previous is not None else None
-            revert: Action | None = (f"Switch back to {recorded}", lambda: self.use_model(back)) if back else None
-            self.show_banner(
-                f"This session has an unfinished operation started on {recorded}. Recovering it needs the same "
-                f"configuration, so it cannot continue on {entry.model}: switch back to {recorded} and Recover it, "
-                f"or abort it; then the next request uses {entry.model}.",
-                "Abort Unfinished Operation",
-                self.controller.abandon,
-                more=revert,
-            )
-        elif self.controller.busy:
-            self.statusBar().showMessage(
-                f"The running operation finishes on its model; the next request uses {entry.label}.", 10000
-            )
-        else:
-            self.statusBar().showMessage(f"The next request uses {entry.label}.", 5000)
-
-    def rerun(self, item: UserItem) -> None:
-        """ "Re-run on…" a prompt: pick a model, fork the session before that prompt and run it there."""
-        session = self.controller.session
-        if session is None:
-            return
-        if self.controller.busy:
-            self.show_banner("Stop the running operation before re-running a prompt.")
-            return
-        origin = session.store.path
-        self._open_picker("Re-run on…", lambda entry: self._spawn(self._rerun(origin, item, entry)))
-
-    async def _rerun(self, origin: Path, item: UserItem, entry: ModelEntry) -> None:
-        config = self.services.settings.profile(entry.profile_id)
-        if config is None or self.controller.busy:
-            return
-        try:
-            provider = config.provider_profile().id
-            store, prompt = await asyncio.to_thread(
-                fork_before, origin, item.entry_id, model=entry.model, provider=provider
-            )
-        except (TinyAgentError, OSError) as error:
-            self.show_banner(self.with_log_hint(f"The prompt could not be re-run: {error}"))
-            return
-        store.close()
-        self._apply_model(entry)
-        opening = self.controller.open(store.path)
-        if opening is not None:
-            await opening
-        if self.controller.session is not None and self.controller.session.store.path == store.path:
-            self.controller.submit(prompt)
-            self.statusBar().showMessage(f"Re-running the prompt on {entry.label} in a new session.", 8000)
-
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.ensure_future(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
     @property
     def compare_view(self) -> CompareView:
         """The compare view (Ctrl+3), made and added to the pages the first time it is needed."""
-        if self._compare_view is None:
-            from tiny_agent_gui.compare_view import CompareView
+        return self.compare.view
 
-            view = CompareView(self._start_compare)
-            view.add_model_requested.connect(self._add_compare_model)
-            view.session_requested.connect(self._open_compared_session)
-            view.running_changed.connect(lambda _running: self._update_actions())
-            self.pages.addWidget(view)
-            self._compare_view = view
-        return self._compare_view
-
-    @property
-    def _comparing(self) -> bool:
-        """A compare run is in flight."""
-        return self._compare_view is not None and self._compare_view.running
-
-    def show_compare(self) -> None:
-        """Show the compare view; a new compare starts with the composer's text and the current model."""
-        view = self.compare_view
-        if not view.running and view.run is None and not view.prompt.toPlainText():
-            view.prompt.setPlainText(self.composer.text())
-            current = self._current_model()
-            entry = self.catalog.entry_for(*current) if current is not None else None
-            if entry is not None:
-                view.add_model(entry)
-        self.pages.setCurrentWidget(view)
-        view.prompt.setFocus()
-
-    def _add_compare_model(self) -> None:
-        self._open_picker("Add a Model to Compare", self.compare_view.add_model)
-
-    def _open_compared_session(self, path: Path) -> None:
-        def show(_opening: object = None) -> None:
-            if self.controller.session is not None and self.controller.session.store.path == path:
-                self.show_sessions()
-
-        opening = self.controller.open(path)
-        if opening is None:
-            show()
-        else:
-            opening.add_done_callback(show)
-
-    def _compare_workspace(self) -> Path:
+    def session_workspace(self) -> Path:
+        """The open session's workspace, else where new sessions go (:meth:`workspace`)."""
         session = self.controller.session
         return session.workspace if session is not None else self.workspace()
-
-    def _start_compare(
-        self, prompt: str, entries: list[ModelEntry], allowed: list[str], on_change: Callable[[int], None]
-    ) -> CompareRun | None:
-        """A compare run of ``prompt`` on ``entries`` in copies of the open session's workspace (else the current
-        one), in the data folder; ``None`` (and a banner) when a model's provider cannot be used."""
-        setup = CompareSetup(self.services.settings, self.services.keys, self.services.client, self.services.ledger)
-        try:
-            return compare_run(setup, self._compare_workspace(), prompt, entries, allowed, on_change)
-        except (SettingsError, SecretStoreError) as error:
-            self.show_banner(str(error))
-            return None
 
     # -- shutdown ---------------------------------------------------------------------------------------------
 
@@ -1000,7 +758,7 @@ class MainWindow(QMainWindow):
         idle = (
             self.controller.session is None
             and not self.controller.busy
-            and not self._comparing
+            and not self.compare.running
             and not self.controller.mcp_running
         )
         if self._shut_down or idle:
@@ -1013,9 +771,10 @@ class MainWindow(QMainWindow):
             self._closing = asyncio.ensure_future(self._shutdown())
 
     async def _shutdown(self) -> None:
-        if self._compare_view is not None and self._compare_view.running:
-            self._compare_view.cancel()
-            await self._compare_view.wait()
+        compare = self.compare.made
+        if compare is not None and compare.running:
+            compare.cancel()
+            await compare.wait()
         if self.controller.busy:
             self.controller.cancel()
             await self.controller.wait_idle()
