@@ -76,13 +76,15 @@ class _VersionAction(argparse.Action):
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The argument parser: with only the module of the command ``argv`` names (default ``sys.argv[1:]``) when it
-    names one, else (``--help``, ``--version``, a typo) with every subcommand registered."""
+    names one; with none when it starts with ``--version`` (argparse prints the version and exits as soon as it
+    reads that option, before it looks for a command); else (``--help``, a typo) with every subcommand
+    registered."""
     parser = _Parser(prog="tiny-agent", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action=_VersionAction)
     subparsers = parser.add_subparsers(dest="command", required=True)
     words = list(sys.argv[1:] if argv is None else argv)
     named = [module for module, commands in COMMANDS.items() if words and words[0] in commands]
-    for module in named or COMMANDS:
+    for module in [] if words[:1] == ["--version"] else named or COMMANDS:
         importlib.import_module(f"{__name__}.{module}").register(subparsers)
     return parser
 

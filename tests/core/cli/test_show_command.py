@@ -1,21 +1,17 @@
-"""``tiny-agent session show`` on a session that ``tiny-agent run`` wrote (real subprocess, loopback provider)."""
+"""``tiny-agent session show`` on a session that ``tiny-agent run`` wrote (in-process, loopback provider)."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.core.agent.conftest import text_reply, tool_reply
+from tests.core.cli.conftest import Cli
 from tests.loopback import LoopbackServer
 from tiny_agent_core.cli.show import add_show_command
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def _show(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -28,12 +24,12 @@ def _show(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str
 
 
 @pytest.fixture
-def session_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def session_file(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "greet.py").write_text('def greet(name):\n    return "Hello " + name\n')
     edit = {"path": "greet.py", "edits": [{"oldText": '"Hello " + name', "newText": 'f"Hello, {name}!"'}]}
-    env = {**os.environ, "TEST_KEY": "sk-show-0123456789abcdefghij", "TINY_AGENT_DATA_DIR": str(tmp_path / "data")}
+    env = {"TEST_KEY": "sk-show-0123456789abcdefghij", "TINY_AGENT_DATA_DIR": str(tmp_path / "data")}
     with LoopbackServer() as server:
         server.queue(
             tool_reply(
@@ -45,11 +41,9 @@ def session_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             tool_reply(("c5", "bash", '{"command": "ls"}')),
             text_reply("Done."),
         )
-        proc = subprocess.run(
-            [sys.executable, "-m", "tiny_agent_core", "run", "--workspace", str(workspace), "--base-url",
-             server.base_url, "--model", "m", "--api-key-env", "TEST_KEY", "--allow", "read", "--allow", "edit",
-             "fix greet"],
-            capture_output=True, text=True, env=env, cwd=ROOT, timeout=120, check=False,
+        proc = cli(
+            "run", "--workspace", str(workspace), "--base-url", server.base_url, "--model", "m",
+            "--api-key-env", "TEST_KEY", "--allow", "read", "--allow", "edit", "fix greet", env=env,
         )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     monkeypatch.setenv("TINY_AGENT_DATA_DIR", str(tmp_path / "data"))
