@@ -2,7 +2,11 @@
 compare view.
 
 The window wires panes to the :class:`~tiny_agent_gui.session_controller.SessionController` and the core's
-display models; it holds no business rules. Every action has a menu entry with a visible shortcut.
+display models; it holds no business rules. Every action has a menu entry with a visible shortcut. It keeps its
+assembly (panes, menus, signal connections), the session's events and the status bar; the rest is in the
+``window_*`` modules it assembles: the answers to a run's events (``window_run_events``), model choosing and
+re-runs (``window_models``), the compare view (``window_compare``), pane sizes (``window_layout``), Help
+(``window_help``), the banner's ways out of a failure (``window_errors``).
 """
 
 from __future__ import annotations
@@ -168,7 +172,7 @@ class MainWindow(QMainWindow):
             update_status=self._update_status,
             update_actions=self._update_actions,
         )
-        self._offers = self.run_events.offers
+        self._offers = self.run_events.offers  # reset when a prompt is sent or a session opens
         self._build_menus()
         self._wire()
         self._set_tab_order()
@@ -326,24 +330,15 @@ class MainWindow(QMainWindow):
         self.transcript.item_selected.connect(self.inspector.show_item)
         self.inspector.row_requested.connect(self._select_transcript_row)
         self.controller.mcp_failed.connect(self._mcp_failed)
-        self.transcript.retry_requested.connect(self.run_events.retry)
         self.composer.submitted.connect(self._submit)
         self.composer.cancel_requested.connect(self.stop)
         self.composer.model_requested.connect(self.choose_model)
         self.transcript.rerun_requested.connect(self.model_choice.rerun)
         self.catalog.changed.connect(self._update_status)
         self.context_windows.changed.connect(self._update_status)
-        self.controller.dialect_learned.connect(self.run_events.dialect_learned)
-        bridge.tools_dropped.connect(self.run_events.tools_dropped)
         self.controller.session_opened.connect(self._session_opened)
         self.controller.busy_changed.connect(self._busy_changed)
-        self.controller.finished.connect(self.run_events.finished)
-        self.controller.failed.connect(self.run_events.failed)
-        self.controller.recovery_blocked.connect(self.run_events.recovery_blocked)
-        self.controller.unfinished.connect(self.run_events.unfinished)
-        bridge.tool_started.connect(lambda event: self.statusBar().showMessage(f"Running {event.name}…"))
-        bridge.tool_output.connect(self.run_events.tool_output)
-        bridge.tool_finished.connect(lambda event: self.statusBar().clearMessage())
+        self.run_events.wire()
         self.sessions.session_activated.connect(self._open_summary)
         self.sessions.session_pointed.connect(lambda summary: self.controller.warm(summary.path))
         self.sessions.new_session_requested.connect(self.new_session)

@@ -68,6 +68,21 @@ class RunEvents:
         """The banner's ways out of a failed run; the window resets its retry count when a prompt is sent or a
         session opens."""
 
+    def wire(self) -> None:
+        """Answer the controller's and its bridge's run events, and the transcript's inline Retry."""
+        window = self._window
+        controller, bridge = window.controller, window.controller.bridge
+        window.transcript.retry_requested.connect(self.retry)
+        controller.dialect_learned.connect(self.dialect_learned)
+        bridge.tools_dropped.connect(self.tools_dropped)
+        controller.finished.connect(self.finished)
+        controller.failed.connect(self.failed)
+        controller.recovery_blocked.connect(self.recovery_blocked)
+        controller.unfinished.connect(self.unfinished)
+        bridge.tool_started.connect(lambda event: window.statusBar().showMessage(f"Running {event.name}…"))
+        bridge.tool_output.connect(self.tool_output)
+        bridge.tool_finished.connect(lambda _event: window.statusBar().clearMessage())
+
     def finished(self, result: RunResult) -> None:
         """An operation ended: refresh its session's row, say what changed, and offer the way out of a failure."""
         window = self._window
