@@ -1,7 +1,7 @@
 """Every ``tiny-agent`` error is one line on stderr and exit 2, never a traceback.
 
-Most tests call the command in-process (``cli`` in conftest.py); a closed stdout, what a start imports and one
-usage error per command family are real subprocesses.
+Most tests call the command in-process (``cli`` in conftest.py); a closed stdout, what a start imports and a usage
+error of the index commands are real subprocesses.
 """
 
 from __future__ import annotations
