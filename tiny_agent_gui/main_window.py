@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import shiboken6
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QCloseEvent, QKeySequence, QResizeEvent
 from PySide6.QtWidgets import (
     QApplication,
@@ -67,7 +67,7 @@ from tiny_agent_gui.transcript import Composer, TranscriptView
 from tiny_agent_gui.welcome import WelcomeView
 from tiny_agent_gui.window_actions import add_action, add_menu
 from tiny_agent_gui.window_compare import CompareHost
-from tiny_agent_gui.window_connection import active_connection, active_context_window, ask_context_window
+from tiny_agent_gui.window_connection import KeyCache, active_connection, active_context_window, ask_context_window
 from tiny_agent_gui.window_costs import select_session_when_loaded
 from tiny_agent_gui.window_help import copy_when_gathered, fill_when_gathered, gather_diagnostics, reveal_log_folder
 from tiny_agent_gui.window_layout import PaneSizing, chain_panes
@@ -84,6 +84,9 @@ from tiny_agent_gui.window_status import (
 
 if TYPE_CHECKING:  # the compare machinery is imported when the compare view is first shown
     from tiny_agent_gui.compare_view import CompareView
+
+READ_AHEAD_DELAY_MS = 1000
+"""How long after the window is built the session at the top of the list is read ahead."""
 
 TEST_PROMPT = "Say hello in one sentence, then list the files in this folder."
 """Offered in the composer at the end of the first run (it reads the workspace, so it tests a tool call too)."""
@@ -131,6 +134,9 @@ class MainWindow(QMainWindow):
         self._open_settings_hook: Callable[[SettingsRequest], None] | None = None
         self.setWindowTitle("tiny-agent desktop")
         self.resize(1280, 800)
+        self.keys = KeyCache(services.keys)
+        """The profiles' keys, read ahead off the GUI thread (:mod:`.window_connection`)."""
+        self._reading_key: asyncio.Future[None] | None = None
         self.controller = SessionController(
             client=services.client,
             approver=DialogApprover(self),
@@ -178,6 +184,7 @@ class MainWindow(QMainWindow):
         self._set_tab_order()
         self._show_start_page()
         self._update_actions()
+        QTimer.singleShot(READ_AHEAD_DELAY_MS, self, self._read_first_ahead)
 
     # -- layout -----------------------------------------------------------------------------------------------
 
@@ -371,21 +378,35 @@ class MainWindow(QMainWindow):
             self.welcome.start_detection()
         else:
             self.pages.setCurrentWidget(self.splitter)
+        self._read_key_ahead()
         self._ask_context_window()
         self._update_status()
+
+    def _read_key_ahead(self) -> None:
+        """Read the active profile's key in a worker thread, so that starting a run does not wait for the keyring."""
+        config = self.services.settings.active()
+        if config is not None:
+            self._reading_key = asyncio.ensure_future(self.keys.read_ahead(config))
+
+    def _read_first_ahead(self) -> None:
+        """A moment after the window starts, read the session at the top of the list ahead: the one most often opened
+        next."""
+        first = self.sessions.first_listed()
+        if first is not None and self.controller.session is None:
+            self.controller.warm(first.path)
 
     # -- actions ----------------------------------------------------------------------------------------------
 
     def connection(self) -> Connection | None:
         """The active provider profile, model and key, or ``None`` when none is configured."""
         try:
-            return active_connection(self.services.settings, self.services.keys, self.context_windows)
+            return active_connection(self.services.settings, self.keys, self.context_windows)
         except (SettingsError, SecretStoreError) as error:
             self.show_banner(str(error))
             return None
 
     def _ask_context_window(self) -> None:
-        ask_context_window(self.services.settings, self.services.keys, self.context_windows)
+        ask_context_window(self.services.settings, self.keys, self.context_windows)
 
     def _price_overrides(self) -> Overrides | None:
         return self.services.settings.price_overrides or None
@@ -440,6 +461,8 @@ class MainWindow(QMainWindow):
             path = Path(folder)
             if path.is_dir():
                 self.controller.workbench.index_workspace(path)
+        self.keys.clear()  # a key may have changed
+        self._read_key_ahead()
         self.catalog.invalidate()
         self.controller.mcp_changed()
         self._ask_context_window()
@@ -759,6 +782,8 @@ class MainWindow(QMainWindow):
         if self._shut_down or idle:
             self.catalog.close()
             self.context_windows.close()
+            if self._reading_key is not None:
+                self._reading_key.cancel()
             super().closeEvent(event)
             return
         event.ignore()

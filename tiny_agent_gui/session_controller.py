@@ -62,6 +62,16 @@ class Connection:
     """The settings profile it comes from (to open that provider's settings from an error)."""
 
 
+def _loop_running() -> bool:
+    """Whether an asyncio loop runs on this thread (a window built outside one, as some tests do, reads nothing
+    ahead)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 class _Warming(NamedTuple):
     """A session being read ahead (:meth:`SessionController.warm`)."""
 
@@ -258,7 +268,7 @@ class SessionController(QObject):
         an operation runs, while another session is being read ahead, or for the open or an already kept session.
         """
         current = self._session
-        if self.busy or self._warming is not None or path in self._kept:
+        if self.busy or self._warming is not None or path in self._kept or not _loop_running():
             return
         if current is not None and current.store.path == path:
             return

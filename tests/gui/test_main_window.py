@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
@@ -20,12 +21,13 @@ from pytestqt.qtbot import QtBot
 
 from tests.core.agent.conftest import text_reply, tool_reply
 from tests.core.test_model_catalog import session_left_open
+from tests.gui.test_key_cache import CountingKeyStore
 from tests.loopback import LoopbackServer, RecordedRequest, Reply, sse_events
 from tiny_agent_core.fork import read_origin
-from tiny_agent_core.ledger import connect, get_session
+from tiny_agent_core.ledger import connect, get_session, scan_workspace
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.secrets import KeyStore
-from tiny_agent_core.session import reduce_session
+from tiny_agent_core.session import SessionStore, reduce_session
 from tiny_agent_core.settings import AppSettings, ProfileConfig
 from tiny_agent_core.timeline import CONTINUE_PROMPT, AssistantItem, ToolItem, UserItem
 from tiny_agent_core.tools.approval import ToolSettings
@@ -699,3 +701,57 @@ async def test_a_compare_run_of_two_models_shows_both_rows(
     assert session.store.state.header.model == "model-b"
     assert window.pages.currentWidget() is window.splitter
     await asyncio.sleep(0.1)  # the finished agents' stream generators are finalised while the loop runs
+
+
+async def test_the_session_at_the_top_of_the_list_is_read_ahead_after_start(
+    tmp_path: Path, server: LoopbackServer, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = tmp_path / "ws"
+    with SessionStore.create(workspace, model="m") as store:
+        session = store.path
+    ledger = connect(tmp_path / "index.sqlite3")
+    scan_workspace(ledger, workspace)
+    settings = AppSettings()
+    settings.add_workspace(workspace)
+    http = httpx.AsyncClient(trust_env=False)
+    monkeypatch.setattr("tiny_agent_gui.main_window.READ_AHEAD_DELAY_MS", 0)
+    services = Services(ProviderClient(http), ledger, settings, KeyStore(environ={}), ToolSettings.in_memory())
+    made = MainWindow(services)
+    qtbot.addWidget(made)
+    try:
+        made.show()
+        await _until(lambda: session in made.controller._kept)
+        opening = made.controller.open(session)
+        assert opening is not None
+        await opening
+        assert made.controller.session is not None
+        assert made.controller.session.store.resumed  # the click found it read
+    finally:
+        await made.controller.wait_idle()
+        await made.controller.aclose()
+        ledger.close()
+        await http.aclose()
+
+
+async def test_the_active_profile_s_key_is_read_ahead_off_the_gui_thread(
+    tmp_path: Path, server: LoopbackServer, qtbot: QtBot
+) -> None:
+    settings = AppSettings()
+    settings.add_profile(replace(ProfileConfig.custom("local", server.base_url, name="Loopback"), model="test-model"))
+    settings.active_profile = "local"
+    keys = CountingKeyStore()
+    http = httpx.AsyncClient(trust_env=False)
+    ledger = connect(tmp_path / "index.sqlite3")
+    services = Services(ProviderClient(http), ledger, settings, keys, ToolSettings.in_memory(), ask_context=False)
+    made = MainWindow(services)
+    qtbot.addWidget(made)
+    try:
+        assert made._reading_key is not None
+        await made._reading_key
+        assert made.connection() is not None  # what a run start asks for
+        assert keys.threads
+        assert threading.main_thread() not in keys.threads  # the keyring was never read on the GUI thread
+    finally:
+        await made.controller.aclose()
+        ledger.close()
+        await http.aclose()

@@ -245,6 +245,10 @@ class SessionListPane(QWidget):
         self.workspace_combo.setCurrentIndex(position)
         self._workspace_chosen(position)
 
+    def first_listed(self) -> SessionSummary | None:
+        """The session at the top of the list (pinned ones come first, then the newest), or ``None``."""
+        return self.model.summary(0) if self.model.rowCount() > 0 else None
+
     def select_session(self, session_id: str) -> bool:
         """Make a loaded session the current row (without emitting :attr:`session_activated`)."""
         row = self.model.row_of(session_id)
