@@ -8,10 +8,11 @@ transaction and re-validates the whole transcript after each one, which makes lo
   indexed (:class:`~tiny_agent_core.session.state.SessionIndex`), the tool-call pending set of the transcript
   and the pending ``toolStarted`` count of a run are kept, and compaction sources are hashed incrementally (the
   digest of the message prefix is extended, never redone);
-* each fact is validated completely before it changes anything, and its changes are journaled; a transaction is
-  atomic: if any of its facts (or the transcript check at its end) fails, the journal undoes the earlier facts,
-  so a rejected transaction leaves the state exactly as it was. Loading a whole file skips the journal, since
-  any error abandons the state.
+* each fact is validated completely before it changes anything, and a transaction is atomic: if any of its facts
+  (or the transcript check at its end) fails, the journal undoes the earlier facts (what they added to the
+  state's grow-only parts is cut back by length, what they changed in place was recorded), so a rejected
+  transaction leaves the state exactly as it was. Loading a whole file records nothing, since any error abandons
+  the state.
 
 This module reads lines and transactions and dispatches each fact to its rule in
 :mod:`tiny_agent_core.session.rules` (one module per family: entries, tool calls, steps, operations,
@@ -122,8 +123,8 @@ def _apply_fact(context: FactContext, value: Any) -> SessionFact:
         context.fail("INVALID_FACT")
     if fact_id in index.reserved:
         context.fail("DUPLICATE_ID")
-    context.journal.add(index.ids, fact_id)
-    context.journal.assign(state, "next_seq", seq + 1)
+    index.ids[fact_id] = seq  # a grow-only part, as next_seq only grows: a rollback undoes both by itself
+    state.next_seq = seq + 1
     return fact
 
 
@@ -178,7 +179,7 @@ def stage_transaction(state: SessionState, line: bytes, line_no: int | None = No
     if b"\n" in line:
         raise ValueError("a transaction line must not contain LF")
     number = state.line_count + 1 if line_no is None else line_no
-    journal = Journal()
+    journal = Journal(state)
     try:
         accepted = _apply_transaction(FactContext(state, journal, number), parse_line_bytes(line, number))
     except BaseException:

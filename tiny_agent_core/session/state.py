@@ -333,7 +333,9 @@ class SessionIndex:
     """The reducer's lookups over a state, so that every check is O(1) in the session length.
 
     Public to the reducer's rule modules (:mod:`tiny_agent_core.session.rules`), read-only for everyone else: a
-    change made outside a rule is not journaled and cannot be undone.
+    change made outside a rule is not journaled and cannot be undone. ``ids``, ``entries``, ``entry_ids``,
+    ``message_ids``, ``operations``, ``attempts``, ``steps``, ``tools`` and ``tool_pairs`` only grow: a rule adds
+    to them and never changes or removes what is there (see :meth:`SessionState.grow_only_parts`).
     """
 
     __slots__ = (
@@ -356,8 +358,8 @@ class SessionIndex:
     def __init__(self) -> None:
         self.usage_totals = (0, 0, 0, 0)
         """Sums of ``input``, ``output``, ``cacheRead``, ``cacheWrite`` over every usage fact."""
-        self.ids: set[str] = set()
-        """Ids of committed facts."""
+        self.ids: dict[str, int] = {}
+        """Ids of committed facts, each with its fact's ``seq``."""
         self.reserved: dict[str, str] = {}
         """Pre-allocated ids not yet used by a fact, with what they are for (``identity``, ``toolResult``, …)."""
         self.entries: dict[str, EntryInfo] = {}
@@ -374,8 +376,8 @@ class SessionIndex:
         """The attempts of each step, by step id."""
         self.tools: dict[str, ToolCallState] = {}
         """Every ``toolStarted`` by its fact id."""
-        self.tool_pairs: set[tuple[str, int]] = set()
-        """``(assistant entry id, tool index)`` of every call answered or started."""
+        self.tool_pairs: dict[tuple[str, int], str] = {}
+        """``(assistant entry id, tool index)`` of every call answered or started, with the fact that did."""
         self.active_through: str | None = None
         """The entry the active context ends with (the next attempt-1 step's ``contextThroughEntryId``)."""
         self.pending_calls: set[str] = set()
@@ -434,6 +436,26 @@ class SessionState:
     def session_id(self) -> str:
         """The header id."""
         return self.header.id
+
+    def grow_only_parts(self) -> tuple[list[Any] | dict[Any, Any], ...]:
+        """What a transaction only adds to, never changing or removing what is there: the transcript, the active
+        context (which a compaction may also replace, through the journal), and the index's logs and tables. A
+        rejected transaction is undone by cutting each back to its length before it
+        (:class:`~tiny_agent_core.session.rules.journal.Journal`)."""
+        index = self.index
+        return (
+            self.transcript,
+            self.active_context,
+            index.ids,
+            index.entries,
+            index.entry_ids,
+            index.message_ids,
+            index.operations,
+            index.attempts,
+            index.steps,
+            index.tools,
+            index.tool_pairs,
+        )
 
     def is_reserved(self, fact_id: str) -> bool:
         """Whether ``fact_id`` is a pre-allocated id (an operation, step, attempt or pending result id)."""

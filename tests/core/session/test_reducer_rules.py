@@ -297,3 +297,36 @@ def test_an_escaped_lone_surrogate_is_found_on_any_line_of_a_file() -> None:
         assert error_of(with_lines({number: lone}))[:2] == ("MALFORMED_JSON", number + 1)
         if number > results[0]:
             assert error_of(with_lines({results[0]: pair, number: lone}))[:2] == ("MALFORMED_JSON", number + 1)
+
+
+def _internals(state: Any) -> Any:
+    """Everything a transaction can change in a state, the reducer's index included, as comparable values."""
+    index = state.index
+    parts = [list(part.items()) if isinstance(part, dict) else list(part) for part in state.grow_only_parts()]
+    tools = [(tool.status, tool.operation.pending_tools) for tool in index.tools.values()]
+    attempts = [(a.status, a.closed, a.failed, a.settled_entry_id, a.stop_reason) for a in index.attempts.values()]
+    steps = [list(attempts) for attempts in index.steps.values()]
+    scalars = (state.next_seq, state.line_count, state.repaired_length, state.operation, index.active_through)
+    return parts, tools, attempts, steps, scalars, dict(index.reserved), set(index.pending_calls), index.usage_totals
+
+
+def test_a_rollback_cuts_the_grow_only_parts_back_and_undoes_the_rest() -> None:
+    """A rejected transaction leaves every part of the state as it was: what it added to the grow-only parts (the
+    logs and tables a rollback cuts back by length) and what it changed in place (through the journal)."""
+    script = SessionScript()
+    script.run("one", [[Call("read"), Call("x", "not json", outcome="invalidArguments")], "answer"])
+    script.compact(keep=3)
+    script.run("two", [[Call("bash", '{"command":"ls"}', "out", "error")], "done"])
+    lines = script.data().split(b"\n")[:-1]
+    state = reduce_session(lines[0] + b"\n")
+    for raw in lines[1:]:
+        before = _internals(state)
+        facts = json.loads(raw)
+        facts = facts if isinstance(facts, list) else [facts]
+        broken = [*facts, {**facts[-1], "seq": facts[-1]["seq"] + 1, "id": facts[0]["id"]}]
+        with pytest.raises(SessionCorruption):
+            apply_transaction(state, line(broken))
+        assert _internals(state) == before
+        apply_transaction(state, raw)
+    loaded = reduce_session(script.data())
+    assert [list(part) for part in state.grow_only_parts()] == [list(part) for part in loaded.grow_only_parts()]

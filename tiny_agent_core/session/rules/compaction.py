@@ -64,7 +64,7 @@ def apply_compaction_started(context: FactContext, record: dict[str, Any]) -> Co
         context.fail("INVALID_REFERENCE")
     operation = CompactionOperation(operation_id, input_through, result_entry_id)
     context.commit_reservations(reservations)
-    context.journal.put(index.operations, operation_id, operation)
+    index.operations[operation_id] = operation  # grow-only (SessionState.grow_only_parts)
     context.journal.assign(context.state, "operation", operation)
     return CompactionStarted(
         context.fact_seq,
@@ -149,8 +149,8 @@ def apply_compaction_entry(context: FactContext, entry: dict[str, Any]) -> Compa
     journal.assign(attempt, "status", "settled")
     journal.remove(index.reserved, context.fact_id)
     info = EntryInfo(None, len(index.entry_ids), -1, found.operation_id, attempt.step_id, attempt.attempt_id)
-    journal.put(index.entries, context.fact_id, info)
-    journal.append(index.entry_ids, context.fact_id)
+    index.entries[context.fact_id] = info  # grow-only (SessionState.grow_only_parts)
+    index.entry_ids.append(context.fact_id)
     return CompactionEntry(
         context.fact_seq, context.fact_id, context.timestamp, found.operation_id, summary, boundary_id, retained
     )

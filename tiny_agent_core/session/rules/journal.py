@@ -1,27 +1,45 @@
-"""How the reducer's rules change a state: every change goes through a :class:`Journal`.
+"""How the reducer's rules change a state, so that a transaction can be undone: the :class:`Journal`.
 
-A transaction applied to a live state (:func:`~tiny_agent_core.session.reducer.stage_transaction`) records an
-undo step for each change, so a rejected transaction can be rolled back exactly. Loading a whole file uses
-:data:`UNJOURNALED`, which makes the same changes without recording them (any error abandons that state).
+A transaction changes a state in two ways:
+
+* it *adds* to the state's grow-only parts (:meth:`~tiny_agent_core.session.state.SessionState.grow_only_parts`:
+  the transcript and the other logs it appends to, the index's tables it inserts new keys into, never changing or
+  removing one) and advances ``next_seq``. Rules write these directly; a rollback cuts each part back to its
+  length before the transaction (a list by slicing, a dict by ``popitem``, which removes its newest key);
+* it changes things *in place* (attributes, the reserved ids, the pending calls, a step's attempts, a run's tool
+  calls). Each such change goes through a method of the journal, which records how to undo it.
+
+A transaction applied to a live state (:func:`~tiny_agent_core.session.reducer.stage_transaction`) gets a
+:class:`Journal`, so a rejected transaction is rolled back exactly. Loading a whole file uses
+:data:`UNJOURNALED`, which makes the same in-place changes without recording them (any error abandons that
+state): a load of 110,000 facts then makes ~390,000 journal calls instead of ~930,000.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tiny_agent_core.session.state import SessionState
 
 __all__ = ["UNJOURNALED", "Journal"]
 
 # Undo steps: (code, container, key[, old value]), replayed in reverse.
-_DELETE_KEY, _DISCARD, _POP, _RESTORE_ATTRIBUTE, _RESTORE_ITEM, _ADD_BACK = range(6)
+_DELETE_KEY, _POP, _RESTORE_ATTRIBUTE, _RESTORE_ITEM, _ADD_BACK = range(5)
 
 
 class Journal:
-    """An undo log: each method makes one change and records how to undo it."""
+    """The undo log of one transaction on ``state``: the lengths of its grow-only parts and its ``next_seq`` when
+    the transaction starts, and an undo step for each in-place change (each method makes one change and records
+    how to undo it)."""
 
-    __slots__ = ("_undo",)
+    __slots__ = ("_lengths", "_next_seq", "_state", "_undo")
 
-    def __init__(self) -> None:
+    def __init__(self, state: SessionState) -> None:
         self._undo: list[tuple[Any, ...]] = []
+        self._state = state
+        self._next_seq = state.next_seq
+        self._lengths = [(part, len(part)) for part in state.grow_only_parts()]
 
     def assign(self, target: Any, name: str, value: Any) -> None:
         """``target.name = value``."""
@@ -38,11 +56,6 @@ class Journal:
         self._undo.append((_RESTORE_ITEM, mapping, key, mapping[key]))
         del mapping[key]
 
-    def add(self, values: set[Any], item: Any) -> None:
-        """``values.add(item)`` for an item not in ``values``."""
-        values.add(item)
-        self._undo.append((_DISCARD, values, item))
-
     def discard(self, values: set[Any], item: Any) -> None:
         """``values.remove(item)`` for an item in ``values``."""
         values.remove(item)
@@ -54,13 +67,12 @@ class Journal:
         self._undo.append((_POP, values))
 
     def rollback(self) -> None:
-        """Undo every recorded change, newest first, and forget them."""
+        """Undo the transaction: every recorded change, newest first, then cut the grow-only parts back to their
+        lengths (as they were before it, since it only added to them) and restore ``next_seq``."""
         for step in reversed(self._undo):
             code, container = step[0], step[1]
             if code == _DELETE_KEY:
                 del container[step[2]]
-            elif code == _DISCARD:
-                container.discard(step[2])
             elif code == _POP:
                 container.pop()
             elif code == _RESTORE_ATTRIBUTE:
@@ -70,12 +82,22 @@ class Journal:
             else:  # _ADD_BACK
                 container.add(step[2])
         self._undo.clear()
+        for part, length in self._lengths:
+            if isinstance(part, list):
+                del part[length:]
+            else:
+                while len(part) > length:
+                    part.popitem()
+        self._state.next_seq = self._next_seq
 
 
 class _Unjournaled(Journal):
     """The same changes, not recorded (for loading a file, where an error abandons the state)."""
 
     __slots__ = ()
+
+    def __init__(self) -> None:  # of no state: it records nothing
+        pass
 
     def assign(self, target: Any, name: str, value: Any) -> None:
         """``target.name = value``."""
@@ -88,10 +110,6 @@ class _Unjournaled(Journal):
     def remove(self, mapping: dict[Any, Any], key: Any) -> None:
         """``del mapping[key]``."""
         del mapping[key]
-
-    def add(self, values: set[Any], item: Any) -> None:
-        """``values.add(item)``."""
-        values.add(item)
 
     def discard(self, values: set[Any], item: Any) -> None:
         """``values.remove(item)``."""

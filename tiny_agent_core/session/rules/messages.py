@@ -151,9 +151,10 @@ def append_message(context: FactContext, message: dict[str, Any], info: EntryInf
             context.violation = True
     elif pending:
         context.violation = True
-    journal.append(state.transcript, message)
-    journal.append(state.active_context, message)
     journal.assign(index, "active_through", fact_id)
-    journal.put(index.entries, fact_id, info)
-    journal.append(index.entry_ids, fact_id)
-    journal.append(index.message_ids, fact_id)
+    # The grow-only parts (SessionState.grow_only_parts), which a rollback cuts back by itself:
+    state.transcript.append(message)
+    state.active_context.append(message)
+    index.entries[fact_id] = info
+    index.entry_ids.append(fact_id)
+    index.message_ids.append(fact_id)

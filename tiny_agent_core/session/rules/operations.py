@@ -39,7 +39,7 @@ def apply_run_started(context: FactContext, record: dict[str, Any]) -> RunStarte
         context.fail("INVALID_REFERENCE")
     operation = RunOperation(operation_id, input_entry_id)
     context.commit_reservations(reservations)
-    context.journal.put(context.index.operations, operation_id, operation)
+    context.index.operations[operation_id] = operation  # grow-only (SessionState.grow_only_parts)
     context.journal.assign(context.state, "operation", operation)
     return RunStarted(context.fact_seq, context.fact_id, context.timestamp, operation_id, input_entry_id)
 

@@ -72,9 +72,9 @@ def apply_step_attempt(context: FactContext, record: dict[str, Any]) -> StepAtte
         journal.assign(first, "closed", True)
     attempt = Attempt(found.operation_id, step_id, attempt_id, number, step_kind, context_id, snapshot, digest)
     context.commit_reservations(reservations)
-    journal.put(index.attempts, attempt_id, attempt)
+    index.attempts[attempt_id] = attempt  # grow-only (SessionState.grow_only_parts)
     if prior is None:
-        journal.put(index.steps, step_id, [attempt])
+        index.steps[step_id] = [attempt]  # grow-only too
     else:
         journal.append(prior, attempt)
     journal.assign(found, "latest_step_id", step_id)

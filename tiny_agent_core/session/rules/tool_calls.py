@@ -91,7 +91,7 @@ def _apply_pre_execution_result(
         context.fail("INVALID_TRANSITION")
     if message["content"] != SYNTHETIC_CONTENT[reason]:
         context.fail("INVALID_TRANSCRIPT")
-    context.journal.add(index.tool_pairs, pair)
+    index.tool_pairs[pair] = context.fact_id  # grow-only (SessionState.grow_only_parts)
     info = EntryInfo(message, len(index.entry_ids), len(index.message_ids), assistant.operation_id, step_id)
     append_message(context, message, info)
     return ToolResultEntry(
@@ -216,8 +216,8 @@ def apply_tool_started(context: FactContext, record: dict[str, Any]) -> ToolStar
     )
     journal = context.journal
     context.commit_reservations(reservations)
-    journal.put(index.tools, context.fact_id, tool)
-    journal.add(index.tool_pairs, pair)
+    index.tools[context.fact_id] = tool  # grow-only (SessionState.grow_only_parts)
+    index.tool_pairs[pair] = context.fact_id
     journal.append(found.tool_calls, tool)
     journal.assign(found, "pending_tools", found.pending_tools + 1)
     return ToolStarted(
