@@ -326,6 +326,19 @@ class Workbench:
         ledger = self.ledger
         return ScanReport() if ledger is None else scan_workspace(ledger, Path(workspace))
 
+    async def refresh_workspace(self, workspace: str | os.PathLike[str]) -> ScanReport:
+        """:meth:`index_workspace` in a worker thread, on a connection of its own: a folder of many sessions must not
+        freeze its caller while their files are read. Raises as :meth:`index_workspace` does."""
+        if self._database is None:
+            return ScanReport()
+        database = self._database
+
+        def scan() -> ScanReport:
+            with opened(database) as conn:
+                return scan_workspace(conn, Path(workspace))
+
+        return await asyncio.to_thread(scan)
+
     def sessions(
         self, workspace: str | os.PathLike[str] | None = None, *, limit: int | None = None
     ) -> list[SessionSummary]:

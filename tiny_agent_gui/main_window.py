@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from tiny_agent_core.agent.events import StepFinished
-from tiny_agent_core.errors import SecretStoreError, SettingsError
+from tiny_agent_core.errors import SecretStoreError, SettingsError, TinyAgentError
 from tiny_agent_core.ledger import IndexConnection, raw_captures
 from tiny_agent_core.ledger.index import SessionSummary
 from tiny_agent_core.local_servers import LocalServer, detect_local_servers
@@ -137,6 +137,7 @@ class MainWindow(QMainWindow):
         self.keys = KeyCache(services.keys)
         """The profiles' keys, read ahead off the GUI thread (:mod:`.window_connection`)."""
         self._reading_key: asyncio.Future[None] | None = None
+        self._indexing: asyncio.Future[None] | None = None
         self.controller = SessionController(
             client=services.client,
             approver=DialogApprover(self),
@@ -434,12 +435,31 @@ class MainWindow(QMainWindow):
         """Remember ``folder`` as a workspace, index its sessions, and show them."""
         self.services.settings.add_workspace(folder)
         self._save_settings()
-        report = self.controller.workbench.index_workspace(folder)
-        if report.corrupt:
-            names = ", ".join(f"{Path(item.path).name} ({item.code} line {item.line})" for item in report.corrupt)
-            self.show_banner(f"Some session files are corrupt and were skipped: {names}")
-        self.sessions.reload()
+        self.index_workspaces([folder])
         self.pages.setCurrentWidget(self.splitter)
+
+    def index_workspaces(self, folders: list[Path]) -> asyncio.Future[None]:
+        """Index ``folders`` in a worker thread (the status bar says so meanwhile), then list what was found and
+        name the corrupt files that were skipped. Returns the work (tests await it)."""
+
+        async def work() -> None:
+            corrupt: list[str] = []
+            for folder in folders:
+                self.statusBar().showMessage(f"Indexing the sessions of {folder}…")
+                try:
+                    report = await self.controller.workbench.refresh_workspace(folder)
+                except (TinyAgentError, OSError) as error:
+                    self.show_banner(f"The sessions of {folder} could not be indexed: {error}")
+                    continue
+                corrupt += [f"{Path(item.path).name} ({item.code} line {item.line})" for item in report.corrupt]
+            self.statusBar().clearMessage()
+            if corrupt:
+                self.show_banner(f"Some session files are corrupt and were skipped: {', '.join(corrupt)}")
+            if shiboken6.isValid(self):
+                self.sessions.reload()
+
+        self._indexing = asyncio.ensure_future(work())
+        return self._indexing
 
     def set_settings_opener(self, opener: Callable[[SettingsRequest], None]) -> None:
         """What the Settings action (and the welcome view's provider buttons, and an error's "Open provider
@@ -457,10 +477,7 @@ class MainWindow(QMainWindow):
         The next request of the open session uses the new settings; an operation in flight finishes on the ones it
         started with, and the status bar says so.
         """
-        for folder in self.services.settings.workspaces:
-            path = Path(folder)
-            if path.is_dir():
-                self.controller.workbench.index_workspace(path)
+        self.index_workspaces([Path(folder) for folder in self.services.settings.workspaces])
         self.keys.clear()  # a key may have changed
         self._read_key_ahead()
         self.catalog.invalidate()

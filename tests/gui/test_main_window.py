@@ -10,6 +10,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -23,6 +24,7 @@ from tests.core.agent.conftest import text_reply, tool_reply
 from tests.core.test_model_catalog import session_left_open
 from tests.gui.test_key_cache import CountingKeyStore
 from tests.loopback import LoopbackServer, RecordedRequest, Reply, sse_events
+from tiny_agent_core import workbench
 from tiny_agent_core.fork import read_origin
 from tiny_agent_core.ledger import connect, get_session, scan_workspace
 from tiny_agent_core.providers.client import ProviderClient
@@ -755,3 +757,28 @@ async def test_the_active_profile_s_key_is_read_ahead_off_the_gui_thread(
         await made.controller.aclose()
         ledger.close()
         await http.aclose()
+
+
+async def test_a_workspace_is_indexed_in_a_worker_thread_and_then_listed(
+    window: MainWindow, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "another"
+    with SessionStore.create(folder, model="m") as store:
+        session_id = store.session_id
+    corrupt = store.path.with_name(store.path.name.replace(session_id[:8], "0" * 8))
+    corrupt.write_bytes(b'{"kind":"header"}\nnot json\n')
+    threads: list[threading.Thread] = []
+    scan = workbench.scan_workspace
+
+    def recorded(*args: Any) -> Any:
+        threads.append(threading.current_thread())
+        return scan(*args)
+
+    monkeypatch.setattr(workbench, "scan_workspace", recorded)
+    window.services.settings.add_workspace(folder)
+    await window.index_workspaces([folder])
+    assert threads
+    assert threading.main_thread() not in threads
+    assert window.sessions.model.row_of(session_id) is not None
+    assert "corrupt and were skipped" in window.banner_text.text()
+    assert corrupt.name in window.banner_text.text()
