@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
     from tiny_agent_core.mcp.tool import McpCall, McpTool
 
 __all__ = ["CONNECT_TIMEOUT", "AppServers", "ProbedTool", "TokenReader", "probe_server", "probe_server_in_thread"]
+
+_log = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT = 10.0
 """Seconds a server has to start, shake hands and list its tools (the same as ``connection.CONNECT_TIMEOUT``,
@@ -121,7 +124,8 @@ class AppServers:
         return self._servers.tools() if self._servers is not None else []
 
     def changed(self) -> None:
-        """The settings were saved: connect again before the next run (tokens may have changed, failures retry)."""
+        """The settings were saved: connect again before the next run (tokens may have changed, failures retry).
+        A server that stopped since it connected is connected again before the next run anyway."""
         self._connected = None
 
     async def ensure(self, secrets: Sequence[str | None] = ()) -> list[McpError]:
@@ -139,8 +143,11 @@ class AppServers:
                 self._connected = {"error": str(error)}
                 return [error]
             document = catalog.document()
-            if self._connected == document:
+            lost = self._servers.lost if self._servers is not None else []
+            if self._connected == document and not lost:
                 return []
+            if lost:  # a server exited (or dropped the connection) since the last run: start them all again
+                _log.info("MCP servers %s stopped since they connected; connecting again", ", ".join(lost))
             await self._close()
             failures = await self._connect(catalog, secrets)
             self._connected = document

@@ -98,6 +98,11 @@ class Connection:
         return self.spec.alias
 
     @property
+    def gone(self) -> bool:
+        """Whether the connection ended (the server exited, the transport failed or lost it) or was closed."""
+        return self._gone.is_set() or self._lost is not None
+
+    @property
     def identity(self) -> str:
         """A digest of what makes the server this server (transport, address, auth kind, protocol version)."""
         spec = self.spec

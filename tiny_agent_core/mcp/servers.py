@@ -135,6 +135,11 @@ class McpServers:
         """The connected servers."""
         return list(self._tools)
 
+    @property
+    def lost(self) -> list[str]:
+        """The servers whose connection ended since they connected (a local server exited, a remote one dropped)."""
+        return [connection.alias for connection in self._connections if connection.gone]
+
     async def aclose(self) -> None:
         """Close every server (concurrently; each close is bounded)."""
         await asyncio.gather(*(connection.close() for connection in self._connections))

@@ -48,8 +48,8 @@ async def bounded_stdio(
 ) -> AsyncIterator[Streams]:
     """Start ``command`` in a new session and speak JSON-RPC lines with it; stop it on leaving (bounded).
 
-    ``on_lost`` hears why the connection ended early (an over-long message, stdin no longer read) before the
-    session sees it closed."""
+    ``on_lost`` hears why the connection ended early (an over-long message, stdin no longer read, the server's
+    output closed: it exited) before the session sees it closed."""
     limit = MAX_MESSAGE_BYTES
     process = await anyio.open_process([command, *args], env=dict(env), cwd=cwd, stderr=errlog, start_new_session=True)
     incoming_writer, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](0)
@@ -69,6 +69,7 @@ async def bounded_stdio(
                     if end > limit or len(buffer) > limit:  # an over-long line, complete or not
                         on_lost(f"the server sent a message over {limit} bytes")
                         return
+            on_lost("the server closed its output (it exited)")  # end of file: nothing more will come
 
     async def write() -> None:
         assert process.stdin is not None

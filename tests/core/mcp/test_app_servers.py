@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -125,6 +127,31 @@ async def test_a_window_connects_the_enabled_servers_once_and_keeps_going_withou
     finally:
         await servers.aclose()
     assert servers.connected == []
+
+
+async def test_a_server_that_exited_is_connected_again_before_the_next_run(tmp_path: Path) -> None:
+    path = tmp_path / "mcp-servers.json"
+    save_app_catalog(path, AppCatalog({"t": stdio_server("t")}, frozenset({"t"})))
+    servers = AppServers(path)
+    try:
+        assert await servers.ensure() == []
+        pid_tool = next(tool for tool in servers.tools() if tool.remote_name == "pid")
+        first_pid = int((await pid_tool.execute({})).content.split("\n\n")[0])
+        generation = servers.generation
+        os.kill(first_pid, signal.SIGKILL)  # the server dies between two runs
+        for _ in range(200):
+            if not running(first_pid) and servers._servers is not None and servers._servers.lost:
+                break
+            await asyncio.sleep(0.02)
+        assert await servers.ensure() == []
+        assert servers.connected == ["t"]
+        assert servers.generation != generation  # the agent is rebuilt with the new server's tools
+        pid_tool = next(tool for tool in servers.tools() if tool.remote_name == "pid")
+        second_pid = int((await pid_tool.execute({})).content.split("\n\n")[0])
+        assert second_pid != first_pid
+        assert running(second_pid)
+    finally:
+        await servers.aclose()
 
 
 async def test_an_unreadable_catalog_is_reported_once(tmp_path: Path) -> None:
