@@ -106,6 +106,15 @@ class ProfileConfig:
         """True for a custom base URL profile."""
         return self.provider == CUSTOM
 
+    @property
+    def api_kind(self) -> str:
+        """The API kind this profile speaks: its own :attr:`api`, else its preset's, else a custom profile's
+        default (what :meth:`provider_profile` sends with; known even while the profile is incomplete)."""
+        if self.api:
+            return self.api
+        preset = PRESETS.get(self.provider)
+        return preset.api if preset is not None else ProviderProfile.api
+
     def provider_profile(self) -> ProviderProfile:
         """The :class:`ProviderProfile` to send requests with (its ``id`` is the preset id or ``"custom"``)."""
         if self.is_custom:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import stat
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -296,3 +297,14 @@ def test_invalid_dialect_settings_are_refused(tmp_path: Path, key: str, value: A
     loaded = AppSettings.load(tmp_path)
     assert isinstance(loaded.load_error, SettingsFileError)
     assert key in str(loaded.load_error)
+
+
+def test_a_profile_s_api_kind_is_its_own_else_its_preset_s_else_chat_completions() -> None:
+    assert ProfileConfig.from_preset("anthropic", "a").api_kind == "anthropic"
+    assert ProfileConfig.from_preset("openai", "o").api_kind == "openai-chat"
+    custom = ProfileConfig.custom("x", "http://127.0.0.1:9/v1")
+    assert custom.api_kind == "openai-chat"
+    assert replace(custom, api="openai-responses").api_kind == "openai-responses"
+    assert replace(custom, base_url=None).api_kind == "openai-chat"  # known while the profile is incomplete
+    for config in (ProfileConfig.from_preset("anthropic", "a"), replace(custom, api="openai-responses")):
+        assert config.provider_profile().api == config.api_kind

@@ -492,15 +492,10 @@ class ProvidersPage(QWidget):
             self._loading = False
         self._show_key_status(profile)
 
-    def _api_of(self, profile: ProfileConfig) -> str:
-        """The API kind ``profile`` speaks: its own choice, else its preset's, else the default."""
-        preset = PRESETS.get(profile.provider)
-        return profile.api or (preset.api if preset else DEFAULT_API)
-
     def _show_api(self, profile: ProfileConfig) -> None:
         """Select the profile's API kind (fixed for a preset) and show the dialect switches only for Chat
         Completions, the one kind they apply to."""
-        kind = self._api_of(profile)
+        kind = profile.api_kind
         index = self.api_combo.findData(kind)
         if index < 0:  # a kind this version does not speak (a newer settings file): shown, not offered
             self.api_combo.addItem(kind, kind)
@@ -569,7 +564,7 @@ class ProvidersPage(QWidget):
         if profile.is_custom:
             chosen = self.api_combo.currentData()
             api = None if chosen == DEFAULT_API else chosen
-        kind = self._api_of(replace(profile, api=api))
+        kind = replace(profile, api=api).api_kind
         updated = replace(
             profile,
             name=self.name_edit.text().strip(),
