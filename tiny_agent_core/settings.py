@@ -132,7 +132,7 @@ class ProfileConfig:
             profile,
             dialect=replace(profile.dialect, **chosen),
             context_length=self.context_length if self.context_length is not None else profile.context_length,
-            api=self.api or profile.api,
+            api=self.api_kind,
             server_state=self.server_state if self.server_state is not None else profile.server_state,
         )
 
