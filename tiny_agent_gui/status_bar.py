@@ -20,8 +20,9 @@ from decimal import Decimal
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QLabel, QWidget
 
+from tiny_agent_core.ledger.costs import sum_cost_text
 from tiny_agent_core.usage import Usage
-from tiny_agent_gui.cost.formatting import cost_text, rate_text
+from tiny_agent_gui.cost.formatting import rate_text
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -91,17 +92,11 @@ class SessionFigures:
     """Where the known costs came from (``local``, ``not_billed``, ``provider``, ``price_table``…)."""
 
 
-_FREE = (("local", "local — no API charge"), ("not_billed", "not billed"))
-"""Cost sources that cost nothing, and how a total made only of them is said."""
-
-
 def session_cost_text(figures: SessionFigures, *, unknown: str = "cost unknown") -> str:
     """The session's cost: ``$0.054``, ``≥ $0.05 + 2 unknown``, or — when every known cost is a local server's or a
-    failed request's — ``local — no API charge`` / ``not billed`` rather than a bare ``$0.00``."""
-    free = [text for source, text in _FREE if source in figures.cost_sources]
-    if free and figures.cost == 0 and not figures.unknown_cost and figures.cost_sources <= {s for s, _ in _FREE}:
-        return ", ".join(free)
-    return cost_text(figures.cost, figures.unknown_cost, unknown=unknown)
+    failed request's — ``local — no API charge`` / ``not billed`` rather than a bare ``$0.00``
+    (:func:`~tiny_agent_core.ledger.costs.sum_cost_text`)."""
+    return sum_cost_text(figures.cost, figures.unknown_cost, figures.cost_sources, unknown=unknown)
 
 
 def usage_text(figures: SessionFigures) -> str:

@@ -51,7 +51,7 @@ def test_unknown_is_a_word_never_zero() -> None:
         "Usage unknown · cost unknown"
     )
     partly = usage_text(_figures(unknown_usage=1, unknown_cost=1))
-    assert partly.endswith("≥ $0.054 (+1 unknown) · usage unknown for 1 answer")
+    assert partly.endswith("≥ $0.054 + 1 unknown · usage unknown for 1 answer")  # the cost view's wording
     failed = _figures(requests=4, unanswered=1)
     assert "1 request failed or stopped before an answer" in usage_tooltip(failed)
     assert "unknown" not in usage_text(failed)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import csv
 import json
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal, localcontext
@@ -237,17 +237,26 @@ def cost_text(cost: Decimal | None, unknown_requests: int = 0, *, unknown: str =
     return money_text(cost)
 
 
-def row_cost_text(row: CostRow) -> str:
-    """:func:`cost_text` of a row, except that a row whose requests all cost nothing says why: ``not billed``
-    (failed requests), ``local — no API charge``, or both."""
-    free = [
-        text
-        for source, text in (("not_billed", "not billed"), ("local", "local — no API charge"))
-        if row.sources.get(source)
-    ]
-    if row.requests and free and row.sources["not_billed"] + row.sources["local"] == row.requests:
+FREE_SOURCES = (("local", "local — no API charge"), ("not_billed", "not billed"))
+"""Cost sources that cost nothing, and how a sum made only of them is said."""
+
+
+def sum_cost_text(
+    cost: Decimal | None, unknown_requests: int, sources: Collection[str], *, unknown: str = "unknown"
+) -> str:
+    """:func:`cost_text` of a sum of requests whose known costs came from ``sources``, except that a sum made only
+    of requests that cost nothing says why instead of ``$0.00``: ``local — no API charge``, ``not billed`` (failed
+    requests), or both. The one rule for a session's or a cost row's figure."""
+    free = [text for source, text in FREE_SOURCES if source in sources]
+    if free and not unknown_requests and set(sources) <= {source for source, _ in FREE_SOURCES}:
         return ", ".join(free)
-    return cost_text(row.cost, row.unknown_cost_requests)
+    return cost_text(cost, unknown_requests, unknown=unknown)
+
+
+def row_cost_text(row: CostRow) -> str:
+    """:func:`sum_cost_text` of a cost row."""
+    sources = [source for source, count in row.sources.items() if count]
+    return sum_cost_text(row.cost, row.unknown_cost_requests, sources)
 
 
 def _plain(amount: Decimal | None) -> str | None:

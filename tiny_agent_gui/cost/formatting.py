@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from decimal import Decimal
 
+from tiny_agent_core.ledger.costs import cost_text as ledger_cost_text
 from tiny_agent_core.ledger.costs import money_text as format_money
 from tiny_agent_core.timestamps import local_datetime
 
@@ -27,12 +28,9 @@ NOT_APPLICABLE = "—"
 
 
 def cost_text(cost: Decimal | None, unknown_requests: int = 0, *, unknown: str = UNKNOWN_COST) -> str:
-    """``$0.12``; ``≥ $0.12 (+2 unknown)`` when some requests' costs are unknown; ``unknown`` when none is known."""
-    if cost is None:
-        return unknown
-    if unknown_requests:
-        return f"≥ {format_money(cost)} (+{unknown_requests} unknown)"
-    return format_money(cost)
+    """The core's :func:`~tiny_agent_core.ledger.costs.cost_text` (``$0.12``; ``≥ $0.12 + 2 unknown``, a lower bound,
+    when some requests' costs are unknown) with the window's word for a cost of which nothing is known."""
+    return ledger_cost_text(cost, unknown_requests, unknown=unknown)
 
 
 def rate_text(rate: float | None) -> str:
