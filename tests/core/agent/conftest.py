@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.conftest import LOOPBACK_TLS
 from tests.loopback import LoopbackServer, Reply, sse_events
 from tiny_agent_core.agent.events import AgentEvent
 from tiny_agent_core.agent.loop import Agent
@@ -99,7 +100,7 @@ def server() -> Iterator[LoopbackServer]:
 @pytest.fixture
 async def http() -> AsyncIterator[ProviderClient]:
     """The app's one provider client (proxy settings ignored: loopback only)."""
-    transport = httpx.AsyncClient(trust_env=False)
+    transport = httpx.AsyncClient(trust_env=False, verify=LOOPBACK_TLS)
     async with ProviderClient(transport) as client:
         yield client
     await transport.aclose()

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Iterator
 import httpx
 import pytest
 
+from tests.conftest import LOOPBACK_TLS
 from tests.loopback import LoopbackServer
 from tiny_agent_core.providers.client import ProviderClient
 
@@ -21,7 +22,7 @@ def server() -> Iterator[LoopbackServer]:
 @pytest.fixture
 async def client() -> AsyncIterator[ProviderClient]:
     """A provider client over one httpx client that ignores proxy settings (loopback only)."""
-    http = httpx.AsyncClient(trust_env=False)
+    http = httpx.AsyncClient(trust_env=False, verify=LOOPBACK_TLS)
     async with ProviderClient(http) as provider:
         yield provider
     await http.aclose()
