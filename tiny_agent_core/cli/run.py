@@ -116,6 +116,7 @@ from tiny_agent_core.tools.base import Tool
 from tiny_agent_core.tools.bash import BashTool
 from tiny_agent_core.tools.bg import BgTool
 from tiny_agent_core.tools.registry import BUILTIN_NAMES, ToolSet, builtin_tools
+from tiny_agent_core.workbench import OpenedSession, Workbench
 
 if TYPE_CHECKING:
     from tiny_agent_core.mcp.tool import McpTool
@@ -401,7 +402,6 @@ async def _run(
     allowed: Sequence[str],
 ) -> tuple[int, dict[str, Any]]:
     """Run the prompt in ``store`` with ``tools``, only ``allowed`` ever running; the exit code and the summary."""
-    workspace = args.workspace.resolve()
     policy, approver = non_interactive(allowed, allow_risky=args.allow_risky)
     printer = _Printer()
 
@@ -413,21 +413,22 @@ async def _run(
         profile = replace(profile, context_length=await context_length(client.http, profile, args.model, key))
     elif args.context_length is not None:
         profile = replace(profile, context_length=args.context_length)
-    agent = Agent(
-        store=store,
+    # Built through the front door, as the window builds its agents; the index is recorded by ``ledger`` (never
+    # failing the run, one stderr line on its first failure), so the workbench itself has no index here.
+    agent = Workbench.over(None).agent(
+        OpenedSession(store),
         client=client,
         profile=profile,
         model=args.model,
-        workspace=workspace,
-        tools=tools,
-        policy=policy,
-        approver=approver,
         api_key=key,
-        timeouts=request_timeouts(args.timeout),
         on_event=printer,
-        record_request=record,
+        approver=approver,
+        policy=policy,
+        tools=tools,
         price_overrides=settings_overrides(),
+        timeouts=request_timeouts(args.timeout),
         max_steps=args.max_steps,
+        also_record=record,
     )
     sandbox = _sandbox(agent.tools)
     if sandbox is not None and not sandbox["sandboxed"]:
