@@ -178,7 +178,9 @@ async def _demo(app: QApplication) -> None:
             window.controller.submit(f"Summarize the project ({model})")
             await window.controller.wait_idle()
         scan_workspace(ledger, workspace)
-        window.sessions.reload()
+        settings.update_profile(replace(settings.profiles[0], base_url=None))  # the preset's real URL and prices
+        window.settings_saved()
+        await asyncio.sleep(0.3)
 
         first = window.sessions.model.index(window.sessions.model.rowCount() - 1, 0)
         window.sessions.list_view.setCurrentIndex(first)
@@ -329,10 +331,10 @@ async def _compare_demo(app: QApplication) -> None:
         window.resize(1024, 640)
         window.show()
         window.composer.editor.setPlainText("Make greet() friendlier and keep the tests passing.")
-        window.show_compare()
+        window.show_compare_action.trigger()  # Ctrl+3
         view = window.compare_view
         view.models.setCurrentRow(0)
-        view.remove_button.click()  # the current model, added by show_compare: priced as local (a loopback URL)
+        view.remove_button.click()  # the current model, added by showing the compare view: priced as local (a loopback URL)
         for model in _COMPARED:  # priced as OpenRouter's (the price table)
             view.add_model(ModelEntry("openrouter", "OpenRouter", model, rates_in_use("openrouter", model)))
         view.start()
