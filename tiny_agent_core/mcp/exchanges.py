@@ -65,12 +65,15 @@ def _value(text: str) -> Any:
         return None
 
 
-def _cut(text: str) -> str:
+def _cut(text: str, whole: int | None) -> str:
+    """``text`` cut to :data:`MAX_EXCHANGE_BYTES`, the marker naming the size of the whole message (``whole``
+    bytes, when the call was already cut before it came here) and how much is kept."""
     data = text.encode()
     if len(data) <= MAX_EXCHANGE_BYTES:
         return text
     kept = data[:MAX_EXCHANGE_BYTES].decode(errors="ignore")
-    return f"{kept}\n\n[cut: {len(data)} bytes, the first {len(kept.encode())} kept]"
+    size = max(len(data), whole or 0)
+    return f"{kept}\n\n[cut: {size} bytes, the first {len(kept.encode())} kept]"
 
 
 class McpExchanges:
@@ -96,8 +99,8 @@ class McpExchanges:
         self._kept.pop(call_id, None)
         kept = replace(
             call,
-            request=_cut(self.redact(call.request)),
-            response=_cut(self.redact(call.response)),
+            request=_cut(self.redact(call.request), call.request_bytes),
+            response=_cut(self.redact(call.response), call.response_bytes),
             error=self.redact(call.error) if call.error is not None else None,
         )
         self._kept[call_id] = McpExchange(kept, kind)

@@ -46,6 +46,10 @@ class McpCall:
     """The result as the server sent it, as JSON (cut to :data:`MAX_RAW_BYTES`); empty when there is none."""
     error: str | None = None
     """Why there is no result (timed out, the server is gone, it refused), or ``None``."""
+    request_bytes: int | None = None
+    """The size of the whole request in UTF-8 bytes, before any cut (``None``: the size of :attr:`request`)."""
+    response_bytes: int | None = None
+    """The size of the whole response in UTF-8 bytes, before any cut (``None``: the size of :attr:`response`)."""
 
     @property
     def display_name(self) -> str:
@@ -126,6 +130,8 @@ class McpTool:
             truncate(request, MAX_RAW_BYTES),
             truncate(response, MAX_RAW_BYTES),
             error,
+            request_bytes=len(request.encode()),
+            response_bytes=len(response.encode()),
         )
         try:
             self._on_call(call)

@@ -32,7 +32,8 @@ from tiny_agent_core.mcp.catalog import HttpServer, StdioServer, load_catalog
 from tiny_agent_core.mcp.errors import McpCatalogError, McpConnectError, connect_advice
 from tiny_agent_core.mcp.exchanges import MAX_EXCHANGE_BYTES, McpExchanges
 from tiny_agent_core.mcp.names import function_name
-from tiny_agent_core.mcp.tool import McpCall
+from tiny_agent_core.mcp.results import truncate
+from tiny_agent_core.mcp.tool import MAX_RAW_BYTES, McpCall
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -207,6 +208,18 @@ def test_an_exchange_belongs_to_the_call_announced_last_and_is_bounded_and_maske
     assert big is not None
     assert len(big.call.response.encode()) < MAX_EXCHANGE_BYTES + 100
     assert big.response_value() is None  # cut: shown as text only
+
+
+def test_a_cut_exchange_names_the_size_of_the_whole_response() -> None:
+    exchanges = McpExchanges()
+    whole = json.dumps({"text": "y" * 1_000_000})  # the server's answer: about 1 MB
+    exchanges.started("c1", function_name("t", "big") or "")
+    exchanges.settled(
+        replace(call("big", response=truncate(whole, MAX_RAW_BYTES)), response_bytes=len(whole.encode())), "stdio"
+    )
+    kept = exchanges.get("c1")
+    assert kept is not None
+    assert kept.call.response.endswith(f"[cut: {len(whole.encode())} bytes, the first {MAX_EXCHANGE_BYTES} kept]")
 
 
 def test_the_window_modules_do_not_load_the_sdk_until_they_connect() -> None:
