@@ -782,3 +782,17 @@ async def test_a_workspace_is_indexed_in_a_worker_thread_and_then_listed(
     assert window.sessions.model.row_of(session_id) is not None
     assert "corrupt and were skipped" in window.banner_text.text()
     assert corrupt.name in window.banner_text.text()
+
+
+async def test_a_workspace_that_is_not_there_now_keeps_its_sessions_listed(window: MainWindow, tmp_path: Path) -> None:
+    folder = tmp_path / "usb-stick"
+    with SessionStore.create(folder, model="m") as store:
+        session_id = store.session_id
+    await window.index_workspaces([folder])
+    assert window.sessions.model.row_of(session_id) is not None
+    folder.rename(tmp_path / "unmounted")  # the disk is gone for now
+    window.services.settings.add_workspace(folder)
+    window.settings_saved()
+    assert window._indexing is not None
+    await window._indexing
+    assert window.sessions.model.row_of(session_id) is not None  # still listed, not dropped from the index
