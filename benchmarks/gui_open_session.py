@@ -220,7 +220,7 @@ def _child(small: Path, bigs: list[Path]) -> None:
     from PySide6.QtWidgets import QApplication
 
     from tiny_agent_core.providers.client import ProviderClient
-    from tiny_agent_gui.app import attach_settings_dialog, make_services
+    from tiny_agent_gui.app import attach_settings_dialog, index_at_start, make_services
     from tiny_agent_gui.event_loop import HookedQEventLoop
     from tiny_agent_gui.main_window import MainWindow
 
@@ -237,6 +237,7 @@ def _child(small: Path, bigs: list[Path]) -> None:
             paints = _make_paints(window)
             window.transcript.viewport().installEventFilter(paints)
             window.show()
+            await index_at_start(window)  # as the app does once its window is shown
             await asyncio.sleep(0.3)
             for big in bigs:
                 await _open_once(window, paints, big, small, first)  # never opened in this window

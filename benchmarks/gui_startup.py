@@ -10,8 +10,9 @@ and one scan brings the index up to date, as a previous run of the app would hav
 
 Each run spawns a fresh Python process (``-X importtime`` off, no warm imports) that does what ``app.main`` does:
 imports the application, creates the ``QApplication`` and the qasync loop, opens the ``ProviderClient``, calls
-``make_services`` (loads the settings, opens the index, rescans every workspace: 10,000 ``stat`` calls that
-find nothing changed), builds the ``MainWindow`` (with the settings dialog hook) and shows it.
+``make_services`` (loads the settings, opens the index), builds the ``MainWindow`` (with the settings dialog hook),
+shows it and starts ``index_at_start`` (the rescan of every workspace, 10,000 ``stat`` calls that find nothing
+changed, in a worker thread while the window paints).
 
 **Interactive** means: the window is shown on its main page, the session list's viewport has finished its first
 paint (with the first page of rows loaded from the index; with ``--sessions 0`` the list is hidden and its "No
@@ -62,7 +63,7 @@ def _child() -> None:
     from PySide6.QtWidgets import QApplication
 
     from tiny_agent_core.providers.client import ProviderClient
-    from tiny_agent_gui.app import attach_settings_dialog, make_services
+    from tiny_agent_gui.app import attach_settings_dialog, index_at_start, make_services
     from tiny_agent_gui.event_loop import HookedQEventLoop
     from tiny_agent_gui.main_window import MainWindow
 
@@ -95,10 +96,13 @@ def _child() -> None:
             window.sessions.list_view.viewport().installEventFilter(watcher)
             window.sessions.empty_label.installEventFilter(watcher)
             window.show()
+            indexing = index_at_start(window)
             interactive = await asyncio.wait_for(done, 60)
             rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
             assert window.pages.currentWidget() is window.splitter, "the welcome page is showing"
             rows = window.sessions.model.rowCount()
+            await asyncio.wait_for(indexing, 120)
+            marks["indexed"] = time.monotonic()
             window.close()
             services.ledger.close()
         return {
@@ -110,6 +114,7 @@ def _child() -> None:
             "main_window_ms": (marks["window"] - marks["services"]) * 1000,
             "show_to_first_paint_ms": (marks["paint"] - marks["window"]) * 1000,
             "paint_to_interactive_ms": (interactive - marks["paint"]) * 1000,
+            "rescan_done_after_show_ms": (marks["indexed"] - marks["window"]) * 1000,
             "rows_loaded": rows,
             "peak_rss_mb": rss_kb / 1024,
         }
@@ -225,6 +230,7 @@ def main() -> None:
                 "main_window_median_ms": median("main_window_ms"),
                 "show_to_first_paint_median_ms": median("show_to_first_paint_ms"),
                 "paint_to_interactive_median_ms": median("paint_to_interactive_ms"),
+                "rescan_done_after_show_median_ms": median("rescan_done_after_show_ms"),
                 "rows_loaded": children[0]["rows_loaded"],
                 "peak_rss_median_mb": round(statistics.median(rss), 1),
                 "peak_rss_max_mb": round(max(rss), 1),

@@ -21,7 +21,7 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from tiny_agent_core.errors import LedgerError
-from tiny_agent_core.ledger import connect, scan_workspace
+from tiny_agent_core.ledger import connect
 from tiny_agent_core.mcp.app_catalog import app_catalog_path
 from tiny_agent_core.paths import config_dir, default_workspace
 from tiny_agent_core.providers.client import ProviderClient
@@ -41,16 +41,20 @@ ICON = Path(__file__).resolve().parent / "resources" / "tiny-agent-desktop.svg"
 
 
 def make_services(client: ProviderClient) -> Services:
-    """The core objects of one application run (raises LedgerError when the index cannot be opened)."""
+    """The core objects of one application run (raises LedgerError when the index cannot be opened). The index is
+    as the last run left it: :func:`index_at_start` brings it up to date once the window is shown."""
     settings = AppSettings.load()
     ledger = connect()
-    for folder in [*settings.workspaces, str(default_workspace())]:
-        path = Path(folder)
-        if path.is_dir():
-            scan_workspace(ledger, path)
     return Services(
         client, ledger, settings, KeyStore(), ToolSettings.load(config_dir()), mcp_catalog=app_catalog_path()
     )
+
+
+def index_at_start(window: MainWindow) -> asyncio.Future[None]:
+    """Bring the index up to date with every workspace and the default one, in a worker thread once the window is
+    shown (the list shows the last run's index meanwhile, then what changed)."""
+    settings = window.services.settings
+    return window.index_workspaces([*(Path(folder) for folder in settings.workspaces), default_workspace()])
 
 
 def attach_settings_dialog(window: MainWindow) -> None:
@@ -100,9 +104,10 @@ async def _run(app: QApplication, args: argparse.Namespace) -> int:
         window = MainWindow(services)
         attach_settings_dialog(window)
         _install_excepthook(window)
+        window.show()
+        index_at_start(window)
         if args.workspace is not None:
             window.add_workspace(args.workspace.resolve())
-        window.show()
         if args.screenshot is not None:
             await asyncio.sleep(0.8)
             app.processEvents()

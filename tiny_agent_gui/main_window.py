@@ -137,7 +137,9 @@ class MainWindow(QMainWindow):
         self.keys = KeyCache(services.keys)
         """The profiles' keys, read ahead off the GUI thread (:mod:`.window_connection`)."""
         self._reading_key: asyncio.Future[None] | None = None
-        self._indexing: asyncio.Future[None] | None = None
+        self.indexing: asyncio.Future[None] | None = None
+        """The latest indexing of workspaces in the background (:meth:`index_workspaces`), for tests to await."""
+        self._indexings: set[asyncio.Future[None]] = set()
         self.controller = SessionController(
             client=services.client,
             approver=DialogApprover(self),
@@ -440,9 +442,13 @@ class MainWindow(QMainWindow):
 
     def index_workspaces(self, folders: list[Path]) -> asyncio.Future[None]:
         """Index ``folders`` in a worker thread (the status bar says so meanwhile), then list what was found and
-        name the corrupt files that were skipped. Returns the work (tests await it)."""
+        name the corrupt files that were skipped. One indexing at a time (they write the same index): this one starts
+        when the one before it has ended. Returns the work (tests await it)."""
+        previous = self.indexing
 
         async def work() -> None:
+            if previous is not None:
+                await asyncio.wait([previous])  # its outcome is its own to report
             corrupt: list[str] = []
             for folder in folders:
                 self.statusBar().showMessage(f"Indexing the sessions of {folder}…")
@@ -458,8 +464,10 @@ class MainWindow(QMainWindow):
             if shiboken6.isValid(self):
                 self.sessions.reload()
 
-        self._indexing = asyncio.ensure_future(work())
-        return self._indexing
+        task = self.indexing = asyncio.ensure_future(work())
+        self._indexings.add(task)  # a task nobody holds may be collected before it ends
+        task.add_done_callback(self._indexings.discard)
+        return task
 
     def set_settings_opener(self, opener: Callable[[SettingsRequest], None]) -> None:
         """What the Settings action (and the welcome view's provider buttons, and an error's "Open provider

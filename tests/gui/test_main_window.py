@@ -34,6 +34,7 @@ from tiny_agent_core.settings import AppSettings, ProfileConfig
 from tiny_agent_core.timeline import CONTINUE_PROMPT, AssistantItem, ToolItem, UserItem
 from tiny_agent_core.tools.approval import ToolSettings
 from tiny_agent_core.workbench import open_session
+from tiny_agent_gui.app import index_at_start
 from tiny_agent_gui.approval_dialog import ApprovalDialog
 from tiny_agent_gui.main_window import TEST_PROMPT, MainWindow, Services, SettingsRequest
 
@@ -793,6 +794,17 @@ async def test_a_workspace_that_is_not_there_now_keeps_its_sessions_listed(windo
     folder.rename(tmp_path / "unmounted")  # the disk is gone for now
     window.services.settings.add_workspace(folder)
     window.settings_saved()
-    assert window._indexing is not None
-    await window._indexing
+    assert window.indexing is not None
+    await window.indexing
     assert window.sessions.model.row_of(session_id) is not None  # still listed, not dropped from the index
+
+
+async def test_at_start_every_workspace_is_indexed_in_the_background_once_the_window_shows(
+    window: MainWindow, tmp_path: Path
+) -> None:
+    workspace = Path(window.services.settings.workspaces[0])
+    with SessionStore.create(workspace, model="m") as store:  # written by a CLI since the last run
+        session_id = store.session_id
+    assert window.sessions.model.row_of(session_id) is None  # the list shows the index as it was
+    await index_at_start(window)
+    assert window.sessions.model.row_of(session_id) is not None
