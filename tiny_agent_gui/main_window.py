@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from tiny_agent_core.agent.events import StepFinished
-from tiny_agent_core.errors import SecretStoreError, SettingsError, TinyAgentError
+from tiny_agent_core.errors import SecretStoreError, SettingsError
 from tiny_agent_core.ledger import IndexConnection, raw_captures
 from tiny_agent_core.ledger.index import SessionSummary
 from tiny_agent_core.local_servers import LocalServer, detect_local_servers
@@ -50,6 +50,7 @@ from tiny_agent_core.timeline import Timeline
 from tiny_agent_core.tools.approval import ToolSettings
 from tiny_agent_core.usage import Usage
 from tiny_agent_core.workbench import OpenedSession
+from tiny_agent_gui import window_background
 from tiny_agent_gui.about_dialog import AboutDialog
 from tiny_agent_gui.approval_dialog import DialogApprover
 from tiny_agent_gui.banner import Action, Banner
@@ -66,6 +67,7 @@ from tiny_agent_gui.status_bar import ContextLabel, SpeedLabel, UsageLabel
 from tiny_agent_gui.transcript import Composer, TranscriptView
 from tiny_agent_gui.welcome import WelcomeView
 from tiny_agent_gui.window_actions import add_action, add_menu
+from tiny_agent_gui.window_background import BackgroundWork
 from tiny_agent_gui.window_compare import CompareHost
 from tiny_agent_gui.window_connection import KeyCache, active_connection, active_context_window, ask_context_window
 from tiny_agent_gui.window_costs import select_session_when_loaded
@@ -84,9 +86,6 @@ from tiny_agent_gui.window_status import (
 
 if TYPE_CHECKING:  # the compare machinery is imported when the compare view is first shown
     from tiny_agent_gui.compare_view import CompareView
-
-READ_AHEAD_DELAY_MS = 1000
-"""How long after the window is built the session at the top of the list is read ahead."""
 
 TEST_PROMPT = "Say hello in one sentence, then list the files in this folder."
 """Offered in the composer at the end of the first run (it reads the workspace, so it tests a tool call too)."""
@@ -136,10 +135,8 @@ class MainWindow(QMainWindow):
         self.resize(1280, 800)
         self.keys = KeyCache(services.keys)
         """The profiles' keys, read ahead off the GUI thread (:mod:`.window_connection`)."""
-        self._reading_key: asyncio.Future[None] | None = None
-        self.indexing: asyncio.Future[None] | None = None
-        """The latest indexing of workspaces in the background (:meth:`index_workspaces`), for tests to await."""
-        self._indexings: set[asyncio.Future[None]] = set()
+        self.background = BackgroundWork(self, self.keys)
+        """Indexing, and reading the key and the first session ahead, off the GUI thread."""
         self.controller = SessionController(
             client=services.client,
             approver=DialogApprover(self),
@@ -187,7 +184,7 @@ class MainWindow(QMainWindow):
         self._set_tab_order()
         self._show_start_page()
         self._update_actions()
-        QTimer.singleShot(READ_AHEAD_DELAY_MS, self, self._read_first_ahead)
+        QTimer.singleShot(window_background.READ_AHEAD_DELAY_MS, self, self.background.read_first_ahead)
 
     # -- layout -----------------------------------------------------------------------------------------------
 
@@ -381,22 +378,9 @@ class MainWindow(QMainWindow):
             self.welcome.start_detection()
         else:
             self.pages.setCurrentWidget(self.splitter)
-        self._read_key_ahead()
+        self.background.read_key_ahead()
         self._ask_context_window()
         self._update_status()
-
-    def _read_key_ahead(self) -> None:
-        """Read the active profile's key in a worker thread, so that starting a run does not wait for the keyring."""
-        config = self.services.settings.active()
-        if config is not None:
-            self._reading_key = asyncio.ensure_future(self.keys.read_ahead(config))
-
-    def _read_first_ahead(self) -> None:
-        """A moment after the window starts, read the session at the top of the list ahead: the one most often opened
-        next."""
-        first = self.sessions.first_listed()
-        if first is not None and self.controller.session is None:
-            self.controller.warm(first.path)
 
     # -- actions ----------------------------------------------------------------------------------------------
 
@@ -441,33 +425,8 @@ class MainWindow(QMainWindow):
         self.pages.setCurrentWidget(self.splitter)
 
     def index_workspaces(self, folders: list[Path]) -> asyncio.Future[None]:
-        """Index ``folders`` in a worker thread (the status bar says so meanwhile), then list what was found and
-        name the corrupt files that were skipped. One indexing at a time (they write the same index): this one starts
-        when the one before it has ended. Returns the work (tests await it)."""
-        previous = self.indexing
-
-        async def work() -> None:
-            if previous is not None:
-                await asyncio.wait([previous])  # its outcome is its own to report
-            corrupt: list[str] = []
-            for folder in folders:
-                self.statusBar().showMessage(f"Indexing the sessions of {folder}…")
-                try:
-                    report = await self.controller.workbench.refresh_workspace(folder)
-                except (TinyAgentError, OSError) as error:
-                    self.show_banner(f"The sessions of {folder} could not be indexed: {error}")
-                    continue
-                corrupt += [f"{Path(item.path).name} ({item.code} line {item.line})" for item in report.corrupt]
-            self.statusBar().clearMessage()
-            if corrupt:
-                self.show_banner(f"Some session files are corrupt and were skipped: {', '.join(corrupt)}")
-            if shiboken6.isValid(self):
-                self.sessions.reload()
-
-        task = self.indexing = asyncio.ensure_future(work())
-        self._indexings.add(task)  # a task nobody holds may be collected before it ends
-        task.add_done_callback(self._indexings.discard)
-        return task
+        """Index ``folders`` in a worker thread, then list what was found (:meth:`BackgroundWork.index_workspaces`)."""
+        return self.background.index_workspaces(folders)
 
     def set_settings_opener(self, opener: Callable[[SettingsRequest], None]) -> None:
         """What the Settings action (and the welcome view's provider buttons, and an error's "Open provider
@@ -487,7 +446,7 @@ class MainWindow(QMainWindow):
         """
         self.index_workspaces([Path(folder) for folder in self.services.settings.workspaces])
         self.keys.clear()  # a key may have changed
-        self._read_key_ahead()
+        self.background.read_key_ahead()
         self.catalog.invalidate()
         self.controller.mcp_changed()
         self._ask_context_window()
@@ -807,8 +766,7 @@ class MainWindow(QMainWindow):
         if self._shut_down or idle:
             self.catalog.close()
             self.context_windows.close()
-            if self._reading_key is not None:
-                self._reading_key.cancel()
+            self.background.cancel_key_read()
             super().closeEvent(event)
             return
         event.ignore()

@@ -717,7 +717,7 @@ async def test_the_session_at_the_top_of_the_list_is_read_ahead_after_start(
     settings = AppSettings()
     settings.add_workspace(workspace)
     http = httpx.AsyncClient(trust_env=False)
-    monkeypatch.setattr("tiny_agent_gui.main_window.READ_AHEAD_DELAY_MS", 0)
+    monkeypatch.setattr("tiny_agent_gui.window_background.READ_AHEAD_DELAY_MS", 0)
     services = Services(ProviderClient(http), ledger, settings, KeyStore(environ={}), ToolSettings.in_memory())
     made = MainWindow(services)
     qtbot.addWidget(made)
@@ -749,8 +749,8 @@ async def test_the_active_profile_s_key_is_read_ahead_off_the_gui_thread(
     made = MainWindow(services)
     qtbot.addWidget(made)
     try:
-        assert made._reading_key is not None
-        await made._reading_key
+        assert made.background.reading_key is not None
+        await made.background.reading_key
         assert made.connection() is not None  # what a run start asks for
         assert keys.threads
         assert threading.main_thread() not in keys.threads  # the keyring was never read on the GUI thread
@@ -794,8 +794,8 @@ async def test_a_workspace_that_is_not_there_now_keeps_its_sessions_listed(windo
     folder.rename(tmp_path / "unmounted")  # the disk is gone for now
     window.services.settings.add_workspace(folder)
     window.settings_saved()
-    assert window.indexing is not None
-    await window.indexing
+    assert window.background.indexing is not None
+    await window.background.indexing
     assert window.sessions.model.row_of(session_id) is not None  # still listed, not dropped from the index
 
 
