@@ -328,15 +328,12 @@ class Workbench:
 
     async def refresh_workspace(self, workspace: str | os.PathLike[str]) -> ScanReport:
         """:meth:`index_workspace` in a worker thread, on a connection of its own: a folder of many sessions must not
-        freeze its caller while their files are read. A folder that is not there now (a disk not mounted, a folder
-        renamed) is left as it was indexed, not emptied. Raises as :meth:`index_workspace` does."""
+        freeze its caller while their files are read. Raises as :meth:`index_workspace` does."""
         if self._database is None:
             return ScanReport()
         database = self._database
 
         def scan() -> ScanReport:
-            if not Path(workspace).is_dir():
-                return ScanReport()
             with opened(database) as conn:
                 return scan_workspace(conn, Path(workspace))
 

@@ -343,11 +343,14 @@ def scan_workspace(conn: sqlite3.Connection, workspace: Path, *, force: bool = F
     """Bring a workspace's rows up to date with its session files (``force``: re-read every file), after bringing
     the stored costs in line with the settings' price overrides (:func:`~.repricing.refresh_prices`).
 
-    A folder without ``.tiny-agent/sessions`` that the index does not know yet is not added to it.
+    A folder without ``.tiny-agent/sessions`` that the index does not know yet is not added to it; a workspace
+    folder that is not there now (a disk not mounted, a folder renamed) is left as it was indexed, not emptied.
     """
     refresh_prices(conn)
     report = ScanReport()
     resolved = resolve_workspace(workspace)
+    if not resolved.is_dir():
+        return report
     folder = sessions_directory(resolved)
     known_row = conn.execute("SELECT id FROM workspaces WHERE path = ?", (str(resolved),)).fetchone()
     if known_row is None and not folder.is_dir():

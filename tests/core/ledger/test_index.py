@@ -134,6 +134,15 @@ def test_unchanged_files_are_not_reread(
     assert (summary.operation, summary.title) == ("run", "Please read the README and summarize it")
 
 
+def test_a_workspace_folder_that_is_not_there_now_keeps_its_rows(conn: sqlite3.Connection, workspace: Path) -> None:
+    session = _tool_session(workspace)
+    scan_workspace(conn, workspace)
+    workspace.rename(workspace.with_name("unmounted"))  # a disk not mounted, a folder renamed
+    report = scan_workspace(conn, workspace)
+    assert (report.indexed, report.removed) == (0, 0)
+    assert get_session(conn, session.id) is not None
+
+
 def test_removed_file_drops_its_rows(conn: sqlite3.Connection, workspace: Path) -> None:
     session = _tool_session(workspace)
     scan_workspace(conn, workspace)
