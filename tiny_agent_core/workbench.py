@@ -112,8 +112,8 @@ def open_session(
 
 
 def create_session(workspace: Path, profile: ProviderProfile, model: str) -> OpenedSession:
-    """A new session in ``workspace`` for ``profile`` and ``model``."""
-    return OpenedSession(SessionStore.create(workspace, model=model, provider=profile.id))
+    """A new session in ``workspace`` for ``profile`` and ``model``; resumable, as :func:`open_session` opens them."""
+    return OpenedSession(SessionStore.create(workspace, model=model, provider=profile.id, resumable=True))
 
 
 def session_tools(session: OpenedSession, tool_settings: ToolSettings, *, network: bool = True) -> list[Tool]:

@@ -67,7 +67,7 @@ def test_a_store_opened_without_resumable_gives_no_snapshot(tmp_path: Path) -> N
 
 
 def test_appends_keep_the_digest_so_a_session_can_be_resumed_again_and_again(tmp_path: Path) -> None:
-    created = SessionStore.create(tmp_path, model="m")
+    created = SessionStore.create(tmp_path, model="m", resumable=True)
     path = created.path
     snapshot = created.close_keeping()
     for number in range(3):

@@ -282,8 +282,9 @@ class SessionStore:
         environment: str | None = None,
         now: datetime | None = None,
         session_id: str | None = None,
+        resumable: bool = False,
     ) -> Self:
-        """Create a new session file in ``workspace`` and open it for writing.
+        """Create a new session file in ``workspace`` and open it for writing (``resumable`` as for :meth:`open`).
 
         The header has exactly the reference's 8 keys; ``cwd`` defaults to the workspace's realpath and
         ``environment`` to :func:`environment_identity`. The file appears complete or not at all: the header is
@@ -319,9 +320,7 @@ class SessionStore:
             raise SessionError(
                 f"Could not create session {identifier} in {requested}: {error.strerror or error}"
             ) from error
-        store = cls(path, state, fd)
-        store._digest = hashlib.sha256(line)  # one line: keeping it resumable costs nothing
-        return store
+        return cls._opened(path, state, fd, None, hashlib.sha256(line) if resumable else None)
 
     @classmethod
     def open(
