@@ -302,10 +302,8 @@ class SessionListPane(QWidget):
 
     def _emit_pointed(self) -> None:
         pointed = self._pointed
-        if pointed is not None and pointed.isValid():
-            summary = pointed.data(SessionListModel.SessionRole)
-            if isinstance(summary, SessionSummary):  # not a date-group header
-                self.session_pointed.emit(summary)
+        if pointed is not None and pointed.isValid():  # the row may have gone meanwhile (a reload, a delete)
+            self.session_pointed.emit(self.model.summary(pointed.row()))
 
     def _focus_list(self) -> None:
         self.list_view.setFocus(Qt.FocusReason.OtherFocusReason)
