@@ -401,22 +401,24 @@ class Timeline:
         return timeline
 
     @classmethod
-    def open_store(cls, path: str | os.PathLike[str], *, read_only: bool = False) -> tuple[SessionStore, Timeline]:
-        """Open a session file as ``SessionStore.open(path, read_only=...)`` does (same errors) and build its
-        timeline in the same walk: the reducer hands the timeline every transaction as the store loads the file,
-        then the store every later commit (and, read-only, every transaction ``refresh`` applies).
+    def open_store(
+        cls, path: str | os.PathLike[str], *, read_only: bool = False, resumable: bool = False
+    ) -> tuple[SessionStore, Timeline]:
+        """Open a session file as ``SessionStore.open(path, read_only=..., resumable=...)`` does (same errors) and
+        build its timeline in the same walk: the reducer hands the timeline every transaction as the store loads the
+        file, then the store every later commit (and, read-only, every transaction ``refresh`` applies).
 
         Line 1 is read first for the header the timeline needs (at most :data:`HEADER_LINE_MAX` bytes); when it
         is not a header the store's own verdict on the file is raised.
         """
         header = _first_header(Path(path))
         if header is None:  # the store says why (or, if it accepts the file after all, two walks)
-            store = SessionStore.open(path, read_only=read_only)
+            store = SessionStore.open(path, read_only=read_only, resumable=resumable)
             timeline = cls.from_state(store.state, read_session_file(store.path))
             store.observe_commits(timeline.apply)
             return store, timeline
         timeline = cls(header)
-        return SessionStore.open(path, read_only=read_only, observer=timeline.apply), timeline
+        return SessionStore.open(path, read_only=read_only, observer=timeline.apply, resumable=resumable), timeline
 
     @property
     def session_id(self) -> str:

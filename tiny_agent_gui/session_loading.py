@@ -129,7 +129,9 @@ def load_session(path: Path, database: Path | None, kept: KeptSession | None) ->
             if kept is not None and session.store.resumed:
                 relay.follow(kept.timeline)  # it heard nothing: only later commits
                 return LoadedSession(session, kept.timeline, True)
-            timeline = _timeline(session.store, relay, database)
+            timeline = Timeline(session.store.state.header)
+            relay.follow(timeline)
+            _enrich(timeline, request_rows(database, session.store))
         except BaseException:
             session.store.close()
             raise
@@ -142,35 +144,31 @@ def warm_session(path: Path, database: Path | None) -> KeptSession | None:
     :meth:`SessionStore.open` does."""
     if path.stat().st_size > KEPT_BYTES:
         return None
-    relay = _Relay()
     with _collector_paused():
-        store = SessionStore.open(path, read_only=True, observer=relay, resumable=True)
+        store, timeline = Timeline.open_store(path, read_only=True, resumable=True)
         try:
-            timeline = _timeline(store, relay, database)
+            _enrich(timeline, request_rows(database, store))
         finally:
             snapshot = store.close_keeping()
     assert snapshot is not None  # opened resumable, closed here
     return KeptSession(snapshot, timeline)
 
 
-def _timeline(store: SessionStore, relay: _Relay, database: Path | None) -> Timeline:
-    """The timeline of the transactions ``relay`` heard while ``store`` opened, with the ledger's request facts."""
-    timeline = Timeline(store.state.header)
-    relay.follow(timeline)
-    for row in request_rows(database, store):
+def _enrich(timeline: Timeline, rows: list[RequestRow]) -> None:
+    """Give ``timeline``'s steps their live-only facts from the ledger's rows."""
+    for row in rows:
         timeline.enrich_request(row)
-    return timeline
 
 
 def request_rows(database: Path | None, store: SessionStore) -> list[RequestRow]:
-    """The ledger's rows of ``session``'s requests, read on a connection of the calling (worker) thread's own; none
+    """The ledger's rows of ``store``'s requests, read on a connection of the calling (worker) thread's own; none
     without an index or when it cannot be read (logged: the steps' live-only facts stay unknown)."""
     if database is None:
         return []
     try:
         conn = connect(database, migrate=False)
         try:
-            return list(session_requests(conn, store.session_id))
+            return session_requests(conn, store.session_id)
         finally:
             conn.close()
     except (TinyAgentError, sqlite3.Error) as error:
