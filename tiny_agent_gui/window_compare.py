@@ -20,8 +20,8 @@ from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS
 from tiny_agent_core.errors import SecretStoreError, SettingsError
 from tiny_agent_core.model_catalog import ModelEntry
 from tiny_agent_core.providers.client import ProviderClient
-from tiny_agent_core.secrets import KeyStore
 from tiny_agent_core.settings import AppSettings
+from tiny_agent_gui.window_connection import KeyCache
 from tiny_agent_gui.window_models import ModelChoice, current_model
 
 if TYPE_CHECKING:  # the compare machinery is imported when the compare view is first shown
@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # the compare machinery is imported when the compare view is 
     from tiny_agent_gui.main_window import MainWindow
 
 
-def contenders_for(entries: list[ModelEntry], settings: AppSettings, keys: KeyStore) -> list[Contender]:
+def contenders_for(entries: list[ModelEntry], settings: AppSettings, keys: KeyCache) -> list[Contender]:
     """One contender per entry; raises :class:`SettingsError` (provider gone) or ``SecretStoreError`` (key)."""
     from tiny_agent_core.compare import Contender
 
@@ -48,7 +48,8 @@ class CompareSetup:
     """What every compare run of the window shares: its settings, keys, provider client and ledger."""
 
     settings: AppSettings
-    keys: KeyStore
+    keys: KeyCache
+    """The window's keys (read ahead: the active profile's is usually known already)."""
     client: ProviderClient
     ledger: sqlite3.Connection
 
@@ -152,7 +153,7 @@ class CompareHost:
         one), in the data folder; ``None`` (and a banner) when a model's provider cannot be used."""
         window = self._window
         services = window.services
-        setup = CompareSetup(services.settings, services.keys, services.client, services.ledger)
+        setup = CompareSetup(services.settings, window.keys, services.client, services.ledger)
         try:
             return compare_run(setup, window.session_workspace(), prompt, entries, allowed, on_change)
         except (SettingsError, SecretStoreError) as error:
