@@ -229,7 +229,7 @@ class MainWindow(QMainWindow):
         self.splitter.setSizes([320, 700, 420])
         self.pane_sizing = PaneSizing(self.splitter, self.inspector)
 
-        self.welcome = WelcomeView(self.services.keys.status(), detector=self._detector())
+        self.welcome = WelcomeView(detector=self._detector())  # the keyring's status comes from a worker thread
         self.cost_view = CostView(self.services.ledger, load=False)
 
         self.pages = QStackedWidget()
@@ -376,6 +376,7 @@ class MainWindow(QMainWindow):
         if settings.active() is None and not settings.workspaces:
             self.pages.setCurrentWidget(self.welcome)
             self.welcome.start_detection()
+            self.background.find_keyring()  # for the welcome view to say whether keys can be saved
         else:
             self.pages.setCurrentWidget(self.splitter)
         self.background.read_key_ahead()

@@ -168,19 +168,9 @@ class WelcomeView(QWidget):
         self.open_button.setAccessibleName("Open a folder with tiny-agent sessions")
         self.open_button.setToolTip("Inspect sessions written by the tiny-agent CLIs (.tiny-agent/sessions/)")
 
-        keys = (
-            "API keys are stored only in your system keyring (such as GNOME Keyring, KWallet, the macOS Keychain "
-            "or the Windows Credential Locker), never in a file."
-        )
-        if keyring is not None and not keyring.available:
-            keys = (
-                f"API keys are stored only in a system keyring, never in a file. {keyring.reason} You can still "
-                "supply a key through an environment variable; it is used for that run only and never written anywhere."
-            )
-        self.privacy = QLabel(
-            keys + " tiny-agent desktop has no telemetry: it talks only to the providers you configure."
-        )
+        self.privacy = QLabel()
         self.privacy.setAccessibleName("Where keys are stored")
+        self.show_keyring(keyring)
 
         column = QWidget()
         column.setMaximumWidth(760)
@@ -234,6 +224,22 @@ class WelcomeView(QWidget):
         self._show_servers(None)
 
     # -- local servers ---------------------------------------------------------------------------------------
+
+    def show_keyring(self, keyring: KeyringStatus | None) -> None:
+        """Say where API keys go, with a warning when ``keyring`` says no system keyring is usable (``None``: not
+        known yet; the window asks the key store off the GUI thread, as finding the keyring backend can wait on
+        D-Bus)."""
+        keys = (
+            "API keys are stored only in your system keyring (such as GNOME Keyring, KWallet, the macOS Keychain "
+            "or the Windows Credential Locker), never in a file."
+        )
+        if keyring is not None and not keyring.available:
+            keys = (
+                f"API keys are stored only in a system keyring, never in a file. {keyring.reason} You can still "
+                "supply a key through an environment variable; it is used for that run only and never written anywhere."
+            )
+        telemetry = "tiny-agent desktop has no telemetry: it talks only to the providers you configure."
+        self.privacy.setText(f"{keys} {telemetry}")
 
     def start_detection(self) -> None:
         """Look for local servers in the background (on the running loop); nothing without a detector or loop."""

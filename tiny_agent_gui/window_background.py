@@ -1,5 +1,5 @@
-"""What the main window does in the background, off the GUI thread: indexing workspaces, reading the active
-profile's key ahead, and reading the session at the top of the list ahead.
+"""What the main window does in the background, off the GUI thread: indexing workspaces, finding the OS keyring,
+reading the active profile's key ahead, and reading the session at the top of the list ahead.
 
 :class:`BackgroundWork` holds the tasks (a task nobody holds may be collected before it ends) and reports through
 the window's status bar and banner. Indexings run one after another: they write the same index.
@@ -35,6 +35,8 @@ class BackgroundWork:
         """The latest indexing (:meth:`index_workspaces`), for tests to await."""
         self.reading_key: asyncio.Future[None] | None = None
         """The latest read of the active profile's key (:meth:`read_key_ahead`)."""
+        self.finding_keyring: asyncio.Future[None] | None = None
+        """The look for a usable OS keyring (:meth:`find_keyring`)."""
         self._tasks: set[asyncio.Future[None]] = set()
 
     def index_workspaces(self, folders: list[Path]) -> asyncio.Future[None]:
@@ -68,8 +70,28 @@ class BackgroundWork:
     def read_key_ahead(self) -> None:
         """Read the active profile's key in a worker thread, so that starting a run does not wait for the keyring."""
         config = self._window.services.settings.active()
-        if config is not None:
-            self.reading_key = self._hold(asyncio.ensure_future(self._keys.read_ahead(config)))
+        if config is None:
+            return
+        finding = self.finding_keyring
+
+        async def work() -> None:
+            if finding is not None:  # the keyring backends are loaded once, by the first look
+                await asyncio.wait([finding])
+            await self._keys.read_ahead(config)
+
+        self.reading_key = self._hold(asyncio.ensure_future(work()))
+
+    def find_keyring(self) -> None:
+        """Ask the key store in a worker thread whether a usable OS keyring is there (the first look loads the
+        keyring backends, and the Secret Service one asks D-Bus), then let the welcome view say so."""
+        window = self._window
+
+        async def work() -> None:
+            status = await asyncio.to_thread(window.services.keys.status)
+            if shiboken6.isValid(window):
+                window.welcome.show_keyring(status)
+
+        self.finding_keyring = self._hold(asyncio.ensure_future(work()))
 
     def read_first_ahead(self) -> None:
         """Read the session at the top of the list ahead (the one most often opened next), unless one is open."""

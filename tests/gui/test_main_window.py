@@ -28,7 +28,7 @@ from tiny_agent_core import workbench
 from tiny_agent_core.fork import read_origin
 from tiny_agent_core.ledger import connect, get_session, scan_workspace
 from tiny_agent_core.providers.client import ProviderClient
-from tiny_agent_core.secrets import KeyStore
+from tiny_agent_core.secrets import KeyringStatus, KeyStore
 from tiny_agent_core.session import SessionStore, reduce_session
 from tiny_agent_core.settings import AppSettings, ProfileConfig
 from tiny_agent_core.timeline import CONTINUE_PROMPT, AssistantItem, ToolItem, UserItem
@@ -218,7 +218,7 @@ async def test_the_step_limit_offers_continue(window: MainWindow, server: Loopba
     assert len(server.requests) == 2
 
 
-def test_a_rebuilt_index_is_reported_once(tmp_path: Path, qtbot: QtBot) -> None:
+async def test_a_rebuilt_index_is_reported_once(tmp_path: Path, qtbot: QtBot) -> None:
     database = tmp_path / "index.sqlite3"
     database.write_bytes(b"this is not a database" * 100)
     ledger = connect(database)
@@ -226,6 +226,7 @@ def test_a_rebuilt_index_is_reported_once(tmp_path: Path, qtbot: QtBot) -> None:
     made = MainWindow(services)
     qtbot.addWidget(made)
     assert "rebuilt from the session files" in made.banner_text.text()
+    await made.controller.aclose()
     ledger.close()
 
 
@@ -808,3 +809,28 @@ async def test_at_start_every_workspace_is_indexed_in_the_background_once_the_wi
     assert window.sessions.model.row_of(session_id) is None  # the list shows the index as it was
     await index_at_start(window)
     assert window.sessions.model.row_of(session_id) is not None
+
+
+async def test_the_os_keyring_is_looked_for_off_the_gui_thread(tmp_path: Path, qtbot: QtBot) -> None:
+    class StatusCountingKeyStore(CountingKeyStore):
+        def status(self) -> KeyringStatus:
+            self.threads.append(threading.current_thread())
+            return KeyringStatus(False, "fail Keyring", "No system keyring is available.")
+
+    keys = StatusCountingKeyStore()
+    http = httpx.AsyncClient(trust_env=False)
+    ledger = connect(tmp_path / "index.sqlite3")
+    services = Services(ProviderClient(http), ledger, AppSettings(), keys, ToolSettings.in_memory(), ask_context=False)
+    made = MainWindow(services)
+    qtbot.addWidget(made)
+    try:
+        assert made.pages.currentWidget() is made.welcome
+        assert made.background.finding_keyring is not None
+        await made.background.finding_keyring
+        assert keys.threads
+        assert threading.main_thread() not in keys.threads  # finding the backend can wait on D-Bus
+        assert "No system keyring is available." in made.welcome.privacy.text()
+    finally:
+        await made.controller.aclose()
+        ledger.close()
+        await http.aclose()

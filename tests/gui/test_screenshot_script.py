@@ -27,7 +27,7 @@ def _window_attributes() -> set[str]:
     }
 
 
-def test_every_window_attribute_the_screenshot_script_uses_exists(tmp_path: Path, qtbot: QtBot) -> None:
+async def test_every_window_attribute_the_screenshot_script_uses_exists(tmp_path: Path, qtbot: QtBot) -> None:
     names = _window_attributes()
     assert "show_costs" in names  # the walk found the script's uses
     ledger = connect(tmp_path / "index.sqlite3")
@@ -37,4 +37,5 @@ def test_every_window_attribute_the_screenshot_script_uses_exists(tmp_path: Path
     try:
         assert sorted(name for name in names if not hasattr(window, name)) == []
     finally:
+        await window.controller.aclose()
         ledger.close()
