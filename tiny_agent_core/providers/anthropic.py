@@ -1,37 +1,11 @@
 """The Anthropic Messages adapter: canonical requests → Messages API bodies, provider bytes → canonical results.
 
-This is the only module that knows the Messages API wire shapes (``POST <base_url>/messages``, API version
-:data:`ANTHROPIC_VERSION`). It is plain httpx + the shared SSE path; the Anthropic SDK is never used.
-
-Request (:func:`build_body`). The canonical transcript is Chat-Completions-shaped; the Messages API differs:
-
-- ``system`` messages become the top-level ``system`` array of text blocks (empty ones are left out).
-- A user message becomes a ``user`` message of one text block.
-- An assistant message becomes text (when non-empty) then one ``tool_use`` block per call, ``input`` being the
-  call's arguments parsed as a JSON object. Arguments that are not a JSON object (the model wrote invalid JSON; the
-  agent answered with an invalid-arguments result) are sent as ``{"_invalid_arguments": <text>}``, so the model
-  sees what it wrote.
-- Consecutive ``tool`` messages are merged into one ``user`` message of ``tool_result`` blocks (``tool_use_id``,
-  ``content`` string), as the API requires all results of a turn in the message right after it; a user message
-  that directly follows tool results joins that same message, after the results.
-- Tools ``{type: function, function: {name, description, parameters}}`` become ``{name, description,
-  input_schema}``.
-- ``max_tokens`` is required by the API: ``extra["max_tokens"]`` when given, else :data:`DEFAULT_MAX_TOKENS`.
-  ``stream: true`` when the profile streams. Other ``extra`` keys (``temperature``, ``thinking``…) pass through,
-  but never override the keys above.
-
-Automatic prompt caching (the cache-breakpoint rule). ``cache_control: {"type": "ephemeral"}`` is put on:
-
-1. the last block of ``system``,
-2. the last tool,
-3. the last block of the last ``user`` message, and
-4. the last block of the ``user`` message before it,
-
-skipping any that do not exist, so at most :data:`MAX_CACHE_BREAKPOINTS` (4, the API's limit). The API caches
-the whole prefix up to a breakpoint (tools, then system, then messages). In an agent loop every request ends with
-a ``user`` message (the prompt or the tool results): breakpoint 3 writes the prefix the *next* step will reuse,
-and breakpoint 4 sits where the previous request put its breakpoint 3, so it reads what that request wrote. A
-prefix shorter than the model's minimum cacheable length (1024–4096 tokens) is simply not cached by the API.
+This module and its two helpers are the only ones that know the Messages API wire shapes (``POST
+<base_url>/messages``): the request (body, URL, headers, cache breakpoints) is built in
+:mod:`~tiny_agent_core.providers.anthropic_request`, error bodies and ``error`` events are typed in
+:mod:`~tiny_agent_core.providers.anthropic_errors`, and this module normalizes the responses and holds
+:data:`ADAPTER`, the API kind ``anthropic`` as the client uses it (:mod:`~tiny_agent_core.providers.api_kinds`).
+It is plain httpx + the shared SSE path; the Anthropic SDK is never used.
 
 Response. A JSON body (:func:`normalize_body`) or an SSE stream (:class:`StreamAccumulator`, fed by httpx-sse:
 ``message_start``, ``content_block_start`` / ``content_block_delta`` (``text_delta``, ``input_json_delta``,
@@ -59,12 +33,6 @@ Usage: ``input_tokens`` (already the uncached part) → ``input``, ``cache_read_
 side in ``message_start`` and cumulative counts in each ``message_delta`` (newer API versions repeat the input
 side there): each counter keeps its latest reported value.
 
-Errors (:func:`http_error`): the ``{"type": "error", "error": {"type", "message"}}`` body maps by status and
-``error.type`` to the typed errors of :mod:`tiny_agent_core.errors`: 529 ``overloaded_error`` → ``ServerError``
-(retry), 429 ``rate_limit_error`` → ``RateLimitError`` with ``retry_after`` from ``retry-after``, "prompt is too
-long" → ``ContextLengthError``, 401/403 → ``AuthenticationError``, 404 → ``ModelNotFoundError``. An ``error``
-event mid-stream is typed the same way, with the status its ``error.type`` stands for.
-
 Repairs (:data:`REPAIRS`): ``missing_message_stop`` — a stream that ended after its ``message_delta`` carried the
 stop reason, but without ``message_stop``. Everything is bounded by :class:`~.results.Limits` (message bytes,
 tool calls, argument bytes, bounded JSON) plus :data:`MAX_CONTENT_BLOCKS`.
@@ -74,25 +42,20 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tiny_agent_core.errors import (
-    AuthenticationError,
     ContentFilteredError,
     EmptyStreamError,
     MalformedResponseError,
-    ModelNotFoundError,
-    PaymentRequiredError,
     ProviderError,
     ProviderHTTPError,
     ProviderReportedError,
-    RateLimitError,
-    ServerError,
 )
-from tiny_agent_core.providers.http_errors import context_length_error, is_context_overflow, retry_after_header
+from tiny_agent_core.providers.anthropic_errors import http_error, stream_error
+from tiny_agent_core.providers.anthropic_request import build_body, request_headers, request_url
 from tiny_agent_core.providers.results import (
     DEFAULT_LIMITS,
     IdFactory,
@@ -122,183 +85,12 @@ if TYPE_CHECKING:
 
 KIND = "anthropic"
 """The API kind name of this adapter (a profile's ``api``)."""
-ANTHROPIC_VERSION = "2023-06-01"
-"""The ``anthropic-version`` header sent with every request."""
-DEFAULT_MAX_TOKENS = 8192
-"""``max_tokens`` when the caller gives none (the API requires it): every current Claude model allows at least
-this many output tokens."""
-MAX_CACHE_BREAKPOINTS = 4
-"""The most ``cache_control`` breakpoints one request may carry (the API's limit)."""
 MAX_CONTENT_BLOCKS = 4096
 """The most content blocks one response may have (answers have a handful; citations split text into more)."""
-CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
-"""The breakpoint marker (5-minute cache)."""
-
 REPAIRS = ("missing_message_stop",)
 """Every dialect repair this adapter may apply, by name."""
 
 _DROPPED_BLOCKS = frozenset({"thinking", "redacted_thinking"})
-
-
-# --- request -------------------------------------------------------------------------------------------------
-
-
-def request_url(profile: ProviderProfile) -> str:
-    """``<base_url>/messages``."""
-    return f"{profile.base_url}/messages"
-
-
-def request_headers(profile: ProviderProfile, api_key: str | None) -> dict[str, str]:
-    """The profile's extra headers, ``anthropic-version``, and ``x-api-key`` when a key is given (checked as
-    :func:`~tiny_agent_core.providers.profiles.check_api_key` does; the key never appears in errors). The client
-    adds ``Content-Type`` and ``Accept``."""
-    from tiny_agent_core.providers.profiles import check_api_key  # late: the registry imports this module
-
-    out = dict(profile.extra_headers)
-    out["anthropic-version"] = ANTHROPIC_VERSION
-    if api_key:
-        out["x-api-key"] = check_api_key(api_key)
-    return out
-
-
-def _as_mapping(message: Any) -> Mapping[str, Any]:
-    if isinstance(message, Mapping):
-        return message
-    value = message.as_dict()
-    if not isinstance(value, Mapping):  # pragma: no cover - every canonical message gives a dict
-        raise TypeError("a message's as_dict() must give a mapping")
-    return value
-
-
-def _tool_input(arguments: Any) -> dict[str, Any]:
-    if isinstance(arguments, str):
-        try:
-            value = parse_json(arguments) if arguments.strip() else {}
-        except ValueError:
-            value = None
-        if isinstance(value, dict):
-            return value
-        return {"_invalid_arguments": arguments}
-    return {"_invalid_arguments": json.dumps(arguments)}
-
-
-def _assistant_blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
-    content = message.get("content")
-    if isinstance(content, str) and content:
-        blocks.append({"type": "text", "text": content})
-    for call in message.get("tool_calls") or ():
-        function = call.get("function") or {}
-        blocks.append(
-            {
-                "type": "tool_use",
-                "id": call.get("id"),
-                "name": function.get("name"),
-                "input": _tool_input(function.get("arguments", "")),
-            }
-        )
-    return blocks
-
-
-def wire_messages(messages: Sequence[Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The canonical ``messages`` as the Messages API's ``(system blocks, messages)`` (see the module docstring).
-
-    An assistant message with neither text nor calls has no blocks to send and is left out.
-    """
-    system: list[dict[str, Any]] = []
-    out: list[dict[str, Any]] = []
-    for item in messages:
-        message = _as_mapping(item)
-        role = message.get("role")
-        if role == "system":
-            text = message.get("content")
-            if isinstance(text, str) and text:
-                system.append({"type": "text", "text": text})
-            continue
-        if role == "assistant":
-            blocks = _assistant_blocks(message)
-            if blocks:
-                out.append({"role": "assistant", "content": blocks})
-            continue
-        if role == "tool":
-            block = {"type": "tool_result", "tool_use_id": message.get("tool_call_id"), "content": message["content"]}
-        elif role == "user":
-            block = {"type": "text", "text": message.get("content")}
-        else:
-            raise ValueError(f"a canonical message cannot have role {role!r}")
-        previous = out[-1] if out else None
-        joins = previous is not None and previous["role"] == "user" and previous["content"][-1]["type"] == "tool_result"
-        if joins and previous is not None:
-            previous["content"].append(block)
-        else:
-            out.append({"role": "user", "content": [block]})
-    return system, out
-
-
-def wire_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Chat-Completions-shaped tool definitions as Messages API tools ``{name, description, input_schema}``."""
-    out: list[dict[str, Any]] = []
-    for tool in tools:
-        function = tool.get("function", tool)
-        item: dict[str, Any] = {"name": function["name"]}
-        if function.get("description"):
-            item["description"] = function["description"]
-        item["input_schema"] = function.get("parameters") or {"type": "object", "properties": {}}
-        out.append(item)
-    return out
-
-
-def place_cache_breakpoints(body: dict[str, Any]) -> int:
-    """Mark the cache breakpoints of the module docstring's rule in ``body`` (in place); return how many."""
-    targets: list[dict[str, Any]] = []
-    system = body.get("system")
-    if isinstance(system, list) and system:
-        targets.append(system[-1])
-    tools = body.get("tools")
-    if isinstance(tools, list) and tools:
-        targets.append(tools[-1])
-    user_turns = [message for message in body.get("messages", ()) if message.get("role") == "user"]
-    targets.extend(turn["content"][-1] for turn in reversed(user_turns[-2:]))
-    for target in targets[:MAX_CACHE_BREAKPOINTS]:
-        target["cache_control"] = dict(CACHE_CONTROL)
-    return min(len(targets), MAX_CACHE_BREAKPOINTS)
-
-
-_CONTROLLED_KEYS = ("model", "messages", "system", "tools", "stream", "stream_options")
-
-
-def build_body(
-    profile: ProviderProfile,
-    model: str,
-    messages: Sequence[Any],
-    tools: Sequence[Mapping[str, Any]] | None = None,
-    extra: Mapping[str, Any] | None = None,
-    *,
-    state: object | None = None,
-) -> dict[str, Any]:
-    """The Messages API request body for the canonical ``messages`` (see the module docstring).
-
-    ``state`` (server-held conversation state) does not exist in this API and is ignored.
-    """
-    del state
-    body: dict[str, Any] = dict(extra or {})
-    for key in _CONTROLLED_KEYS:
-        body.pop(key, None)
-    body["model"] = model
-    body.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
-    system, wire = wire_messages(messages)
-    if system:
-        body["system"] = system
-    body["messages"] = wire
-    if tools:
-        body["tools"] = wire_tools(tools)
-    if profile.streaming:
-        body["stream"] = True
-    place_cache_breakpoints(body)
-    return body
-
-
-# --- response ------------------------------------------------------------------------------------------------
 
 
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
@@ -686,115 +478,19 @@ def normalize_sse_text(
     return api_kinds.normalize_sse_text(ADAPTER, text, limits=limits, new_id=new_id)
 
 
-# --- errors --------------------------------------------------------------------------------------------------
-
-_ERROR_STATUS = {
-    "invalid_request_error": 400,
-    "authentication_error": 401,
-    "billing_error": 402,
-    "permission_error": 403,
-    "not_found_error": 404,
-    "request_too_large": 413,
-    "rate_limit_error": 429,
-    "api_error": 500,
-    "timeout_error": 504,
-    "overloaded_error": 529,
-}
-"""The HTTP status each documented ``error.type`` stands for (used for errors that arrive inside a stream)."""
-
-_ADVICE: dict[int, tuple[type[ProviderHTTPError], str]] = {
-    401: (AuthenticationError, "Check the Anthropic API key for this profile in Settings."),
-    403: (AuthenticationError, "The key is not allowed to use this model or feature; check its permissions."),
-    402: (PaymentRequiredError, "Add credits to your Anthropic account (Plans & Billing), then retry."),
-    404: (ModelNotFoundError, "Check the model name and the base URL of this provider profile."),
-    413: (
-        ProviderHTTPError,
-        "The request is larger than the API accepts (32 MB): compact the session or start a new one.",
-    ),
-    429: (RateLimitError, "Anthropic is rate-limiting this key; wait and retry."),
-    529: (ServerError, "Anthropic's API is temporarily overloaded; retry in a moment."),
-}
-"""Anthropic's statuses, typed as :func:`~tiny_agent_core.providers.http_errors.status_error` types them, with
-Anthropic's own ways out (and 529, which only Anthropic sends)."""
-
-_MAXIMUM = re.compile(r">\s*(\d{3,9})\s*maximum", re.IGNORECASE)
-"""The window in Anthropic's overflow text: ``prompt is too long: 191989 tokens > 180000 maximum``."""
-
-
-def _error_parts(payload: Any, text: str) -> tuple[str | None, str]:
-    """``(error.type, message)`` of an error body (any shape; the text itself when it is not the API's)."""
-    error = payload.get("error") if isinstance(payload, dict) else None
-    if isinstance(error, dict):
-        kind = error.get("type")
-        message = error.get("message")
-        return (kind if isinstance(kind, str) else None), (
-            message if isinstance(message, str) and message else json.dumps(error)[:500]
-        )
-    if isinstance(error, str) and error:
-        return None, error
-    return None, text.strip()[:500] or "(empty body)"
-
-
-def _typed(status: int, label: str, detail: str, *, body: str, retry_after: float | None) -> ProviderHTTPError:
-    if is_context_overflow(status, detail):
-        match = _MAXIMUM.search(detail)
-        window = int(match.group(1)) if match else None
-        return context_length_error(f"{label}: {detail}", status=status, body=body, context_length=window)
-    if status in _ADVICE:
-        cls, advice = _ADVICE[status]
-    elif status >= 500:
-        cls, advice = ServerError, "Anthropic's API failed; retry later."
-    else:
-        cls, advice = ProviderHTTPError, "Anthropic rejected the request."
-    if retry_after is not None and cls in (RateLimitError, ServerError):
-        advice = f"{advice} Retry in {retry_after:g} s."
-    return cls(f"{label}: {detail} — {advice}", status=status, body=body, retry_after=retry_after)
-
-
-def http_error(status: int, body: bytes | str, headers: Mapping[str, str] | None = None) -> ProviderHTTPError:
-    """The typed error for an HTTP error response (status ≥ 400), with Anthropic's own explanation.
-
-    ``retry_after`` comes from the ``retry-after`` header (:func:`~.http_errors.retry_after_header`). See the module
-    docstring for the mapping.
-    """
-    text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
-    try:
-        payload: Any = parse_json(text)
-    except ValueError:
-        payload = None
-    kind, detail = _error_parts(payload, text)
-    retry_after = retry_after_header(headers or {})
-    label = f"HTTP {status}" + (f" {kind}" if kind else "")
-    return _typed(status, label, detail, body=text, retry_after=retry_after)
-
-
-def stream_error(payload: Any, *, usage: Usage | None = None) -> ProviderError:
-    """The typed error for an ``error`` event (or a 2xx body of type ``error``): a documented ``error.type``
-    becomes the HTTP error class of its status (an ``overloaded_error`` is a retryable ``ServerError``), anything
-    else a :class:`~tiny_agent_core.errors.ProviderReportedError`."""
-    text = payload if isinstance(payload, str) else ""
-    kind, detail = _error_parts(payload, text)
-    status = _ERROR_STATUS.get(kind or "")
-    if status is None:
-        return ProviderReportedError(f"The provider reported an error mid-stream: {detail}", usage=usage)
-    body = payload if isinstance(payload, str) else _compact(payload)
-    error = _typed(status, f"Mid-stream {kind}", detail, body=body, retry_after=None)
-    error.usage = usage
-    return error
-
-
 @dataclass(frozen=True)
 class AnthropicAdapter:
-    """The Messages API as a wire adapter (the API kind ``anthropic``); each method delegates to this module."""
+    """The Messages API as a wire adapter (the API kind ``anthropic``); each method delegates to this module or
+    its request and error modules."""
 
     kind: str = KIND
 
     def request_url(self, profile: ProviderProfile) -> str:
-        """See :func:`request_url`."""
+        """See :func:`~tiny_agent_core.providers.anthropic_request.request_url`."""
         return request_url(profile)
 
     def request_headers(self, profile: ProviderProfile, api_key: str | None) -> dict[str, str]:
-        """See :func:`request_headers`."""
+        """See :func:`~tiny_agent_core.providers.anthropic_request.request_headers`."""
         return request_headers(profile, api_key)
 
     def build_body(
@@ -807,7 +503,7 @@ class AnthropicAdapter:
         *,
         state: object | None = None,
     ) -> dict[str, Any]:
-        """See :func:`build_body`."""
+        """See :func:`~tiny_agent_core.providers.anthropic_request.build_body`."""
         return build_body(profile, model, messages, tools, extra, state=state)
 
     def new_accumulator(self, limits: Limits, new_id: IdFactory = new_tool_call_id) -> StreamAccumulator:
@@ -821,7 +517,7 @@ class AnthropicAdapter:
         return normalize_body(body, limits, new_id=new_id)
 
     def http_error(self, status: int, body: bytes | str, headers: Mapping[str, str] | None) -> ProviderHTTPError:
-        """See :func:`http_error`."""
+        """See :func:`~tiny_agent_core.providers.anthropic_errors.http_error`."""
         return http_error(status, body, headers)
 
 

@@ -25,20 +25,17 @@ from tiny_agent_core.errors import (
     ServerError,
 )
 from tiny_agent_core.messages import AssistantMessage, FunctionCall, ToolCall, ToolMessage, UserMessage
-from tiny_agent_core.providers import anthropic
-from tiny_agent_core.providers.anthropic import (
+from tiny_agent_core.providers import anthropic_request
+from tiny_agent_core.providers.anthropic import StreamAccumulator, normalize_body, normalize_sse_text, usage_from_wire
+from tiny_agent_core.providers.anthropic_errors import http_error
+from tiny_agent_core.providers.anthropic_request import (
     ANTHROPIC_VERSION,
     DEFAULT_MAX_TOKENS,
     MAX_CACHE_BREAKPOINTS,
-    StreamAccumulator,
     build_body,
-    http_error,
-    normalize_body,
-    normalize_sse_text,
-    usage_from_wire,
 )
 from tiny_agent_core.providers.profiles import ProviderProfile
-from tiny_agent_core.providers.results import Limits, StreamedText, StreamedToolCall, UsageReported
+from tiny_agent_core.providers.results import Limits, NormalizedResponse, StreamedText, StreamedToolCall, UsageReported
 from tiny_agent_core.usage import Usage
 
 RECORDINGS = Path(__file__).parent / "recordings" / "anthropic"
@@ -52,7 +49,7 @@ def recording(prefix: str) -> dict[str, Any]:
     return case
 
 
-def normalize(case: dict[str, Any]) -> anthropic.NormalizedResponse:
+def normalize(case: dict[str, Any]) -> NormalizedResponse:
     """A success recording through the adapter's path for its kind."""
     if case["kind"] == "sse":
         return normalize_sse_text(case["sse"])
@@ -278,12 +275,12 @@ def test_max_tokens_from_extra_and_no_stream_when_the_profile_does_not_stream() 
 
 
 def test_request_headers_carry_the_key_and_version() -> None:
-    headers = anthropic.request_headers(PROFILE, " sk-ant-test ")
+    headers = anthropic_request.request_headers(PROFILE, " sk-ant-test ")
     assert headers["x-api-key"] == "sk-ant-test"
     assert headers["anthropic-version"] == ANTHROPIC_VERSION
     assert "Authorization" not in headers
-    assert "x-api-key" not in anthropic.request_headers(PROFILE, None)
-    assert anthropic.request_url(PROFILE) == "https://api.anthropic.com/v1/messages"
+    assert "x-api-key" not in anthropic_request.request_headers(PROFILE, None)
+    assert anthropic_request.request_url(PROFILE) == "https://api.anthropic.com/v1/messages"
 
 
 # --- usage ---------------------------------------------------------------------------------------------------

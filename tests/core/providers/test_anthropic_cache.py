@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tiny_agent_core.agent.context import build_system_prompt
-from tiny_agent_core.providers.anthropic import build_body
+from tiny_agent_core.providers.anthropic_request import build_body
 from tiny_agent_core.providers.profiles import ProviderProfile
 from tiny_agent_core.tools.registry import builtin_tools, tool_definitions
 from tiny_agent_core.usage import Usage

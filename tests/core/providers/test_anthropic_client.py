@@ -16,12 +16,8 @@ import pytest
 from tests.core.providers.support import TEST_KEY, run_chat
 from tests.loopback import LoopbackServer, Reply
 from tiny_agent_core.errors import RateLimitError, ServerError
-from tiny_agent_core.providers.anthropic import (
-    ANTHROPIC_VERSION,
-    MAX_CACHE_BREAKPOINTS,
-    normalize_body,
-    normalize_sse_text,
-)
+from tiny_agent_core.providers.anthropic import normalize_body, normalize_sse_text
+from tiny_agent_core.providers.anthropic_request import ANTHROPIC_VERSION, MAX_CACHE_BREAKPOINTS
 from tiny_agent_core.providers.client import ChatCompleted, ProviderClient
 from tiny_agent_core.providers.profiles import ProviderProfile
 from tiny_agent_core.providers.results import StreamedText, UsageReported
