@@ -63,7 +63,7 @@ from tiny_agent_gui.model_picker import ModelCatalog, ModelPicker
 from tiny_agent_gui.session_controller import Connection, SessionController
 from tiny_agent_gui.sessions.pane import SessionListPane
 from tiny_agent_gui.shortcuts_dialog import ShortcutsDialog
-from tiny_agent_gui.status_bar import ContextLabel, SpeedLabel, UsageLabel
+from tiny_agent_gui.status_bar import ContextLabel, DelayedMessage, SpeedLabel, UsageLabel, plural
 from tiny_agent_gui.transcript import Composer, TranscriptView
 from tiny_agent_gui.welcome import WelcomeView
 from tiny_agent_gui.window_actions import add_action, add_menu
@@ -243,6 +243,9 @@ class MainWindow(QMainWindow):
         self.status_speed = SpeedLabel()
         self.status_context = ContextLabel()
         self.status_usage = UsageLabel()
+        self.opening_notice = DelayedMessage(self.statusBar())
+        """Says a session is being opened when that takes long enough to notice (a long file is read and checked
+        whole before it is shown)."""
         self.statusBar().addWidget(self.status_model)
         self.statusBar().addPermanentWidget(self.status_speed)
         self.statusBar().addPermanentWidget(self.status_context)
@@ -619,13 +622,17 @@ class MainWindow(QMainWindow):
     # -- session events ---------------------------------------------------------------------------------------
 
     def _open_summary(self, summary: SessionSummary) -> None:
-        self.controller.open(summary.path)
+        if self.controller.open(summary.path) is not None:
+            self.opening_notice.announce(
+                f"Opening “{summary.title}”: reading and checking its {plural(summary.facts, 'fact')}…"
+            )
 
     def _open_session_id(self, session_id: str) -> None:
         if self.sessions.select_session(session_id):
             self.show_sessions()
 
     def _session_opened(self, opened: OpenedSession) -> None:
+        self.opening_notice.done()
         store = opened.store
         timeline = self.controller.timeline  # built with the session, off the GUI thread
         assert timeline is not None
@@ -666,6 +673,8 @@ class MainWindow(QMainWindow):
             self.transcript.scrollTo(index)
 
     def _busy_changed(self, busy: bool) -> None:
+        if not busy:
+            self.opening_notice.done()  # an open that failed ends here
         self.composer.set_busy(busy)
         session = self.controller.session
         self.sessions.set_running_sessions([session.store.session_id] if busy and session else [])

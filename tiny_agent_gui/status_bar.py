@@ -8,7 +8,8 @@ cache. Cache reads ("Cached") and writes sit beside it, never inside it, so ``In
 3.2 s · ≈41 tok/s``, estimated from the text received so far, about four characters a token) and, once the step
 is recorded, the provider-reported figures (``2.1 s · TTFT 0.4 s · 38 tok/s``). :class:`ContextLabel` shows how
 full the model's context window was at the last step (``context 3.1k / 4k (78%)``; ``context unknown`` when the
-window is not known), in a warning colour from :data:`CONTEXT_WARNING` on.
+window is not known), in a warning colour from :data:`CONTEXT_WARNING` on. :class:`DelayedMessage` says what the
+window is doing when it takes long enough to notice (opening a long session), and nothing when it is quick.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QLabel, QWidget
+from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
 
 from tiny_agent_core.ledger.costs import sum_cost_text
 from tiny_agent_core.usage import Usage
@@ -27,7 +28,9 @@ from tiny_agent_gui.cost.formatting import rate_text
 __all__ = [
     "CHARS_PER_TOKEN",
     "CONTEXT_WARNING",
+    "NOTICE_DELAY_MS",
     "ContextLabel",
+    "DelayedMessage",
     "SessionFigures",
     "SpeedLabel",
     "UsageLabel",
@@ -46,6 +49,9 @@ CHARS_PER_TOKEN = 4.0
 
 CONTEXT_WARNING = 0.85
 """From this share of the context window on, the context label is shown in the warning colour."""
+
+NOTICE_DELAY_MS = 200
+"""How long something must take before :class:`DelayedMessage` says it is going on."""
 
 WARNING_COLOUR = "#d35400"
 """Readable on light and dark backgrounds alike."""
@@ -304,3 +310,29 @@ class ContextLabel(QLabel):
                 tip += " The window is nearly full: compact the session (/compact) or start a new one."
         self.setToolTip(tip)
         self.setAccessibleDescription(tip)
+
+
+class DelayedMessage:
+    """A status-bar message for work that may take a moment: shown only once the work has gone on for ``delay_ms``
+    (a quick open flashes nothing), and cleared when it is done, unless another message has replaced it."""
+
+    def __init__(self, bar: QStatusBar, delay_ms: int = NOTICE_DELAY_MS) -> None:
+        self._bar = bar
+        self._text = ""
+        self._timer = QTimer(bar)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(delay_ms)
+        self._timer.timeout.connect(lambda: bar.showMessage(self._text))
+
+    def announce(self, text: str) -> None:
+        """Work described by ``text`` has started (any earlier announcement is done)."""
+        self.done()
+        self._text = text
+        self._timer.start()
+
+    def done(self) -> None:
+        """The announced work has ended: take its message away (if it was shown and is still there)."""
+        self._timer.stop()
+        if self._text and self._bar.currentMessage() == self._text:
+            self._bar.clearMessage()
+        self._text = ""

@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from PySide6.QtWidgets import QApplication, QPushButton, QWidget
 from pytestqt.qtbot import QtBot
 
 from tests.core.agent.conftest import text_reply, tool_reply
+from tests.core.session.builders import SessionScript
 from tests.core.test_model_catalog import session_left_open
 from tests.gui.test_key_cache import CountingKeyStore
 from tests.loopback import LoopbackServer, RecordedRequest, Reply, sse_events
@@ -30,13 +32,16 @@ from tiny_agent_core.ledger import connect, get_session, scan_workspace
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.secrets import KeyringStatus, KeyStore
 from tiny_agent_core.session import SessionStore, reduce_session
+from tiny_agent_core.session.store import session_file_name
 from tiny_agent_core.settings import AppSettings, ProfileConfig
 from tiny_agent_core.timeline import CONTINUE_PROMPT, AssistantItem, ToolItem, UserItem
 from tiny_agent_core.tools.approval import ToolSettings
 from tiny_agent_core.workbench import open_session
+from tiny_agent_gui import session_controller
 from tiny_agent_gui.app import index_at_start
 from tiny_agent_gui.approval_dialog import ApprovalDialog
 from tiny_agent_gui.main_window import TEST_PROMPT, MainWindow, Services, SettingsRequest
+from tiny_agent_gui.status_bar import DelayedMessage
 
 
 @pytest.fixture
@@ -834,3 +839,40 @@ async def test_the_os_keyring_is_looked_for_off_the_gui_thread(tmp_path: Path, q
         await made.controller.aclose()
         ledger.close()
         await http.aclose()
+
+
+async def test_a_slow_open_says_what_is_going_on_and_a_quick_one_says_nothing(
+    window: MainWindow, tmp_path: Path, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = Path(window.services.settings.workspaces[0])
+    script = SessionScript(seed=7)
+    script.run("a prompt", ["an answer"])
+    data = script.data()
+    session_id = json.loads(data.split(b"\n", 1)[0])["id"]
+    folder = workspace / ".tiny-agent" / "sessions"
+    folder.mkdir(parents=True)
+    (folder / session_file_name(datetime(2026, 1, 1, tzinfo=UTC), session_id)).write_bytes(data)
+    scan_workspace(window.services.ledger, workspace)
+    summary = get_session(window.services.ledger, session_id)
+    assert summary is not None
+    release = threading.Event()
+    load = session_controller.load_session
+
+    def slow(*args: Any) -> Any:
+        release.wait(10)  # a long file: still reading and checking
+        return load(*args)
+
+    monkeypatch.setattr(session_controller, "load_session", slow)
+    window.sessions.session_activated.emit(summary)
+    bar = window.statusBar()
+    await _until(lambda: bar.currentMessage() != "")
+    assert bar.currentMessage() == f"Opening “{summary.title}”: reading and checking its {summary.facts:,} facts…"
+    release.set()
+    await _until(lambda: window.controller.session is not None)
+    assert bar.currentMessage() == ""
+
+    notice = DelayedMessage(bar, delay_ms=50)
+    notice.announce("Opening something quick…")
+    notice.done()
+    qtbot.wait(150)
+    assert bar.currentMessage() == ""  # done before the delay: nothing was shown
