@@ -1,39 +1,23 @@
 """The OpenAI Responses adapter (API kind ``openai-responses``): canonical transcript → request, provider bytes →
 a canonical result or a typed error.
 
-This is the only module that knows the Responses API wire shapes (``POST <base_url>/responses``). It builds the
-request (:func:`build_request_body`), normalizes a complete JSON body (:func:`normalize_response_body`), a stream
-event by event (:class:`ResponsesAccumulator`, fed by httpx-sse both for live responses and for recorded text),
-and HTTP error bodies (:func:`http_error`); :data:`ADAPTER` is this API kind as the client uses it
-(:mod:`~tiny_agent_core.providers.api_kinds`).
+This module and its three helpers are the only ones that know the Responses API wire shapes (``POST
+<base_url>/responses``). The request is built in :mod:`~tiny_agent_core.providers.openai_responses_request`
+(input items, tools, server state), a response's output items are assembled in
+:mod:`~tiny_agent_core.providers.openai_responses_output`, and errors (HTTP error bodies, reported errors, lost
+server state) are typed in :mod:`~tiny_agent_core.providers.openai_responses_errors`. This module normalizes a
+complete JSON body (:func:`normalize_response_body`) and a stream event by event (:class:`ResponsesAccumulator`, fed
+by httpx-sse both for live responses and for recorded text); :data:`ADAPTER` is this API kind as the client uses
+it (:mod:`~tiny_agent_core.providers.api_kinds`).
 
-Requests. The canonical transcript becomes ``input`` items: the system prompt is ``instructions`` (sent with every
-request: the server never carries it over from a previous response); a user message is a ``message`` item with
-``input_text``; an assistant message is a ``message`` item with ``output_text`` when it has text, followed by one
-``function_call`` item (``call_id``, ``name``, ``arguments``) per tool call; a tool result is a
-``function_call_output`` item (``call_id``, ``output``). Tools become ``{type: "function", name, description,
-parameters}``; ``max_tokens`` (the loop's room for the answer) is sent as ``max_output_tokens``.
-
-State. By default every request is stateless: ``store: false`` and the whole transcript as input, like Chat
-Completions. A profile with ``server_state`` asks the server to keep each response (``store: true``); given a
-:class:`~tiny_agent_core.providers.results.ConversationState` (the server holds the first ``covered`` messages of
-the transcript, system prompt excluded, under ``response_id``), the request carries ``previous_response_id`` and
-only the messages after ``covered``. The canonical transcript is still what the session file holds, and the
-result's ``response_id`` is the id to chain from next. When the server no longer has that response
-(:func:`state_lost`: ``previous_response_not_found``, HTTP 400/404/409), the request is sent once more with the
-whole transcript and no ``previous_response_id`` (the client does this, through :attr:`ResponsesAdapter.state_lost`),
-and the result names the outbound repair ``server_state_lost``.
-
-Responses. A response is a list of output items. ``message`` items give the text (``output_text`` parts) and
-refusals (``refusal`` parts: a refusal with no text and no call is a
-:class:`~tiny_agent_core.errors.ContentFilteredError`); ``function_call`` items give the tool calls, whose
-canonical ``id`` is the ``call_id``; ``reasoning`` items are kept out of the canonical transcript and listed in
-``dropped``. Any other item type (a built-in tool call this client never offers) is malformed: fail closed. The
-assistant message then goes through the normalization seam
-(:func:`tiny_agent_core.seam.normalize_assistant_message`) and the stop-reason cross-validation, exactly as a Chat
-Completions answer. ``status``: ``completed`` → ``stop``/``toolUse``; ``incomplete`` with reason
+Responses. A response is a list of output items (what each item type gives, and which ones fail closed:
+:mod:`~tiny_agent_core.providers.openai_responses_output`); a refusal with no text and no call is a
+:class:`~tiny_agent_core.errors.ContentFilteredError`. The assistant message then goes through the normalization
+seam (:func:`tiny_agent_core.seam.normalize_assistant_message`) and the stop-reason cross-validation, exactly as a
+Chat Completions answer. ``status``: ``completed`` → ``stop``/``toolUse``; ``incomplete`` with reason
 ``max_output_tokens`` → ``length``, with ``content_filter`` → :class:`~tiny_agent_core.errors.ContentFilteredError`;
-``failed`` → the typed error of its ``error`` (:func:`reported_error`).
+``failed`` → the typed error of its ``error``
+(:func:`~tiny_agent_core.providers.openai_responses_errors.reported_error`).
 
 A stream is ``response.created`` …, ``response.output_item.added``, ``response.output_text.delta``,
 ``response.function_call_arguments.delta``/``.done``, ``response.output_item.done``, and one terminal event:
@@ -58,28 +42,33 @@ Dialect repairs (:data:`REPAIRS`), each named in the result:
 - ``usage_input_clamped``: cached plus cache-written tokens exceed ``input_tokens``; uncached input is clamped to 0.
 
 Every size is bounded by :class:`~tiny_agent_core.providers.results.Limits`, as for Chat Completions, and the
-number of output items by :data:`MAX_OUTPUT_ITEMS`.
+number of output items by :data:`~tiny_agent_core.providers.openai_responses_output.MAX_OUTPUT_ITEMS`.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tiny_agent_core.errors import (
     ContentFilteredError,
     EmptyStreamError,
     MalformedResponseError,
-    PaymentRequiredError,
     ProviderError,
     ProviderHTTPError,
     ProviderReportedError,
-    ResponseTooLargeError,
 )
-from tiny_agent_core.providers import http_errors
+from tiny_agent_core.providers.openai_responses_errors import http_error, reported_error, state_lost
+from tiny_agent_core.providers.openai_responses_output import (
+    MESSAGE_SEPARATOR,
+    CallItem,
+    MessageItem,
+    OutputItem,
+    OutputItems,
+    text_or_none,
+)
+from tiny_agent_core.providers.openai_responses_request import build_request_body, request_url
 from tiny_agent_core.providers.results import (
     DEFAULT_LIMITS,
     ConversationState,
@@ -87,19 +76,13 @@ from tiny_agent_core.providers.results import (
     Limits,
     NormalizedResponse,
     Notes,
-    Pieces,
     StreamDelta,
     StreamedText,
     StreamedToolCall,
     UsageReported,
-    arguments_too_large,
     load_json,
-    message_too_large,
     new_tool_call_id,
-    parse_json,
-    too_many_calls,
     usage_count,
-    utf8_size,
 )
 from tiny_agent_core.seam import normalize_assistant_message
 from tiny_agent_core.stop_reasons import stop_reason
@@ -120,117 +103,6 @@ REPAIRS = (
     "usage_input_clamped",
 )
 """Every dialect repair this adapter may apply, by name."""
-
-MAX_OUTPUT_ITEMS = 1024
-"""The most output items (messages, calls, reasoning) one response may have: a real one has a handful."""
-
-MESSAGE_SEPARATOR = "\n\n"
-"""What joins the texts of several ``message`` items (``message_items_joined``)."""
-
-
-# --- requests -------------------------------------------------------------------------------------------------
-
-
-def request_url(profile: ProviderProfile) -> str:
-    """``<base_url>/responses``."""
-    return f"{profile.base_url}/responses"
-
-
-def _text_item(role: str, part: str, text: str) -> dict[str, Any]:
-    return {"type": "message", "role": role, "content": [{"type": part, "text": text}]}
-
-
-def _message_items(message: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The input items of one canonical (non-system) message."""
-    role = message.get("role")
-    if role == "user":
-        return [_text_item("user", "input_text", message["content"])]
-    if role == "tool":
-        return [{"type": "function_call_output", "call_id": message["tool_call_id"], "output": message["content"]}]
-    if role == "assistant":
-        items: list[dict[str, Any]] = []
-        if message.get("content"):
-            items.append(_text_item("assistant", "output_text", message["content"]))
-        for call in message.get("tool_calls") or ():
-            function = call["function"]
-            items.append(
-                {
-                    "type": "function_call",
-                    "call_id": call["id"],
-                    "name": function["name"],
-                    "arguments": function["arguments"],
-                }
-            )
-        return items
-    if role == "system":  # a system message inside the transcript (not the leading prompt)
-        return [_text_item("system", "input_text", message["content"])]
-    raise ValueError(f"cannot send a message with role {role!r}")
-
-
-def split_system(messages: Sequence[Mapping[str, Any]]) -> tuple[str | None, list[Mapping[str, Any]]]:
-    """The leading system prompt (``None`` when there is none) and the canonical transcript after it."""
-    if messages and messages[0].get("role") == "system":
-        return messages[0]["content"], list(messages[1:])
-    return None, list(messages)
-
-
-def _tool_json(tool: Mapping[str, Any]) -> dict[str, Any]:
-    """A Chat Completions tool ``{type, function: {name, description, parameters}}`` in the Responses form."""
-    function = tool.get("function")
-    if not isinstance(function, Mapping):
-        return dict(tool)
-    out: dict[str, Any] = {"type": "function", "name": function["name"]}
-    if function.get("description") is not None:
-        out["description"] = function["description"]
-    if function.get("parameters") is not None:
-        out["parameters"] = function["parameters"]
-    return out
-
-
-_MAX_TOKEN_KEYS = ("max_tokens", "max_completion_tokens")
-
-
-def build_request_body(
-    profile: ProviderProfile,
-    model: str,
-    messages: Sequence[Mapping[str, Any]],
-    tools: Sequence[Mapping[str, Any]] | None = None,
-    extra: Mapping[str, Any] | None = None,
-    *,
-    state: ConversationState | None = None,
-) -> dict[str, Any]:
-    """The JSON request (see the module docstring): stateless unless the profile keeps server state.
-
-    ``messages`` are canonical JSON messages (the system prompt first, if any). ``state`` is used only when the
-    profile has ``server_state`` and it covers at most the whole transcript; otherwise the whole transcript is
-    sent. ``extra`` adds request parameters but never overrides the ones set here; ``max_tokens`` (or
-    ``max_completion_tokens``) becomes ``max_output_tokens``.
-    """
-    body: dict[str, Any] = dict(extra or {})
-    for key in _MAX_TOKEN_KEYS:
-        if key in body:
-            value = body.pop(key)
-            body.setdefault("max_output_tokens", value)
-    for key in ("input", "instructions", "tools", "stream", "stream_options", "previous_response_id", "messages"):
-        body.pop(key, None)
-    instructions, transcript = split_system(messages)
-    keep = profile.server_state
-    if keep and state is not None and 0 < state.covered <= len(transcript):
-        body["previous_response_id"] = state.response_id
-        transcript = transcript[state.covered :]
-    body["model"] = model
-    if instructions is not None:
-        body["instructions"] = instructions
-    body["input"] = [item for message in transcript for item in _message_items(message)]
-    if tools:
-        body["tools"] = [_tool_json(tool) for tool in tools]
-    body["store"] = keep
-    if profile.streaming:
-        body["stream"] = True
-    return body
-
-
-# --- usage ----------------------------------------------------------------------------------------------------
 
 
 def _details(usage: Mapping[str, Any], key: str) -> Mapping[str, Any]:
@@ -263,297 +135,8 @@ def usage_from_wire(usage: Any, notes: Notes | None = None) -> Usage | None:
     return Usage(max(0, uncached), output_tokens or 0, cache_read, cache_write)
 
 
-# --- errors ---------------------------------------------------------------------------------------------------
-
-_STATE_LOST_CODE = "previous_response_not_found"
-_STATE_LOST_TEXT = re.compile(r"previous response with id .{0,200}? not found", re.IGNORECASE)
-
-
-def _error_fields(error: Any) -> tuple[str, str]:
-    """``(code, message)`` of a Responses ``error`` object (``{code, message, type?, param?}``)."""
-    if isinstance(error, str):
-        return "", error
-    if not isinstance(error, dict):
-        return "", json.dumps(error)[:500]
-    code = next((value for value in (error.get("code"), error.get("type")) if isinstance(value, str) and value), "")
-    message = error.get("message")
-    return code, message if isinstance(message, str) and message else json.dumps(error)[:500]
-
-
-_FAILURE_STATUS = {
-    "rate_limit_exceeded": 429,
-    "insufficient_quota": 429,
-    "context_length_exceeded": 400,
-    "server_error": 500,
-    "vector_store_timeout": 500,
-}
-"""The HTTP status the same failure has when it comes before the stream (so the same typed error)."""
-
-
-_QUOTA_ADVICE = "Add credits or raise the quota with the provider, then retry."
-
-
-def reported_error(error: Any, *, what: str, usage: Usage | None = None) -> ProviderError:
-    """The typed error for a Responses ``error`` object reported inside a 2xx body or stream (``what`` says where).
-
-    Rate limits, quota, context overflow and server errors become the same classes as their HTTP forms (with the
-    status they have there); anything else is a :class:`~tiny_agent_core.errors.ProviderReportedError`. The code is
-    kept in the message.
-    """
-    code, message = _error_fields(error)
-    detail = f"{what}{f' ({code})' if code else ''}: {message}"
-    status = _FAILURE_STATUS.get(code)
-    out: ProviderError
-    if code == "insufficient_quota":
-        out = PaymentRequiredError(f"{detail} — {_QUOTA_ADVICE}", status=429)
-    elif code == "context_length_exceeded":
-        out = http_errors.context_length_error(detail, status=400)
-    elif status is not None:
-        retry_after = http_errors.retry_after_body(None, message)
-        out = http_errors.status_error(status, detail, body="", retry_after=retry_after)
-        out.args = (str(out).removeprefix(f"HTTP {status}: "),)
-    else:
-        out = ProviderReportedError(detail)
-    out.usage = usage
-    return out
-
-
-def http_error(status: int, body: bytes | str, headers: Mapping[str, str] | None = None) -> ProviderHTTPError:
-    """The typed error for an HTTP error response of the Responses API (``{"error": {message, type, param,
-    code}}``): the shared mapping (:func:`~tiny_agent_core.providers.http_errors.http_error`: authentication, 404
-    model, 429 with ``retry-after``, context overflow, 5xx), plus the codes that say more than the status:
-    ``insufficient_quota`` (HTTP 429) is a :class:`~tiny_agent_core.errors.PaymentRequiredError` (waiting does not
-    help) and ``context_length_exceeded`` a :class:`~tiny_agent_core.errors.ContextLengthError` whatever the text."""
-    text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
-    error = http_errors.http_error(status, text, headers)
-    code = _body_code(text)
-    detail = str(error).split(" — ", 1)[0]
-    if code == "insufficient_quota":
-        return PaymentRequiredError(f"{detail} — {_QUOTA_ADVICE}", status=status, body=text)
-    if code == "context_length_exceeded" and error.kind != "context_length":
-        return http_errors.context_length_error(detail, status=status, body=text)
-    return error
-
-
-def _body_code(text: str) -> str:
-    try:
-        payload = parse_json(text)
-    except ValueError:
-        return ""
-    error = payload.get("error") if isinstance(payload, dict) else None
-    return _error_fields(error)[0] if error is not None else ""
-
-
-def state_lost(error: ProviderError) -> bool:
-    """The server no longer has the response a request chained from (``previous_response_not_found``)."""
-    if isinstance(error, ProviderHTTPError):
-        if error.status not in (400, 404, 409):
-            return False
-        text = error.body or str(error)
-    else:
-        text = str(error)
-    return _STATE_LOST_CODE in text or _STATE_LOST_TEXT.search(text) is not None
-
-
-# --- responses ------------------------------------------------------------------------------------------------
-
-
-def _has_value(value: Any) -> bool:
-    return value is not None and value != [] and value != {} and value != ""
-
-
-_MESSAGE_KEYS = frozenset({"type", "id", "status", "role", "content"})
-_PART_KEYS = frozenset({"type", "text", "refusal", "annotations", "logprobs"})
-_CALL_KEYS = frozenset({"type", "id", "status", "call_id", "name", "arguments"})
-
-
-@dataclass
-class _Call:
-    """One ``function_call`` output item as it accumulates."""
-
-    ordinal: int
-    """Its position among the response's calls (the canonical ``tool_calls`` index, the deltas' ``index``)."""
-    call_id: str | None = None
-    name: str | None = None
-    arguments: Pieces = field(default_factory=Pieces)
-    final: str | None = None
-    """The complete arguments from a ``.done`` event or the finished item, when one said them."""
-
-
-@dataclass
-class _Message:
-    """One ``message`` output item as it accumulates."""
-
-    index: int
-    """Its ``output_index``."""
-    text: Pieces = field(default_factory=Pieces)
-    refusal: Pieces = field(default_factory=Pieces)
-    final: str | None = None
-
-
-_Item = _Call | _Message | None
-"""An output item: a call, a message, or ``None`` for a reasoning item (kept out of the transcript)."""
-
-
-class _Output:
-    """The output items of one response in ``output_index`` order, held to the limits as they grow."""
-
-    def __init__(self, notes: Notes, limits: Limits, new_id: IdFactory) -> None:
-        self.notes = notes
-        self.limits = limits
-        self.new_id = new_id
-        self.items: dict[int, _Item] = {}
-        self.ids: dict[str, int] = {}
-        self.calls = 0
-        self.size = 0
-
-    def grow(self, size: int) -> None:
-        self.size += size
-        if self.size > self.limits.message_bytes:
-            raise message_too_large(self.limits)
-
-    def add(self, index: int, item: Any) -> _Item:
-        """Register output item ``index`` (its ``output_item.added`` form, or the finished item)."""
-        if not isinstance(item, dict) or not isinstance(item.get("type"), str):
-            raise MalformedResponseError(f"Output item {index} is not an object with a type.")
-        kind = item["type"]
-        if isinstance(item.get("id"), str):
-            self.ids[item["id"]] = index
-        if index in self.items:
-            return self.items[index]
-        if len(self.items) >= MAX_OUTPUT_ITEMS:
-            raise ResponseTooLargeError(
-                f"The response has more than {MAX_OUTPUT_ITEMS} output items (the limit), so it was refused. The "
-                "server is misbehaving; retry.",
-                limit=MAX_OUTPUT_ITEMS,
-            )
-        entry: _Item
-        if kind == "message":
-            if item.get("role", "assistant") != "assistant":
-                raise MalformedResponseError("invalid assistant message role")
-            self._drop(item, _MESSAGE_KEYS, "output.message.")
-            entry = _Message(index)
-        elif kind == "function_call":
-            if self.calls >= self.limits.tool_calls:
-                raise too_many_calls(self.limits)
-            self._drop(item, _CALL_KEYS, "output.function_call.")
-            entry = _Call(self.calls, call_id=_text(item.get("call_id")), name=_text(item.get("name")))
-            self.calls += 1
-        elif kind == "reasoning":
-            self.notes.dropped.setdefault("output.reasoning", None)
-            entry = None
-        else:
-            raise MalformedResponseError(
-                f"The response has an output item of type {kind!r}, which this client never asks for and cannot "
-                "answer (only messages and function calls are accepted)."
-            )
-        self.items[index] = entry
-        return entry
-
-    def _drop(self, value: Mapping[str, Any], allowed: frozenset[str], prefix: str) -> None:
-        for key, item in value.items():
-            if key not in allowed and _has_value(item):
-                self.notes.dropped.setdefault(f"{prefix}{key}", None)
-
-    def add_text(self, message: _Message, text: str, *, refusal: bool = False) -> None:
-        self.grow((message.refusal if refusal else message.text).add(text))
-
-    def add_arguments(self, call: _Call, piece: str) -> None:
-        self.grow(call.arguments.add(piece))
-        if call.arguments.size > self.limits.tool_call_argument_bytes:
-            raise arguments_too_large(self.limits)
-
-    def finish_item(self, index: int, item: Any) -> None:
-        """Apply a finished item (``output_item.done`` or an item of a complete body) to entry ``index``."""
-        entry = self.add(index, item)
-        if isinstance(entry, _Call):
-            entry.call_id = entry.call_id or _text(item.get("call_id"))
-            entry.name = entry.name or _text(item.get("name"))
-            arguments = item.get("arguments")
-            if arguments is not None:
-                self.final_arguments(entry, arguments)
-        elif isinstance(entry, _Message):
-            self._finish_message(entry, item.get("content"))
-
-    def final_arguments(self, call: _Call, arguments: Any) -> None:
-        """The complete arguments of ``call``: they must agree with the streamed pieces, if any arrived."""
-        if not isinstance(arguments, str):
-            raise MalformedResponseError("invalid assistant tool call function")
-        if call.arguments.count == 0 and call.final is None:
-            self.add_arguments(call, arguments)
-        elif (call.final if call.final is not None else call.arguments.text()) != arguments:
-            raise MalformedResponseError("The finished tool call's arguments differ from the streamed ones.")
-        call.final = arguments
-
-    def _finish_message(self, message: _Message, content: Any) -> None:
-        if content is None:
-            return
-        if not isinstance(content, list):
-            raise MalformedResponseError("invalid assistant content")
-        texts: list[str] = []
-        refusals: list[str] = []
-        for part in content:
-            kind = part.get("type") if isinstance(part, dict) else None
-            if kind == "output_text" and isinstance(part.get("text"), str):
-                texts.append(part["text"])
-            elif kind == "refusal" and isinstance(part.get("refusal"), str):
-                refusals.append(part["refusal"])
-            else:
-                raise MalformedResponseError(f"invalid assistant content: unsupported content part {kind!r}")
-            self._drop(part, _PART_KEYS, f"output.message.content.{kind}.")
-        text = "".join(texts)
-        if message.text.count == 0 and message.final is None:
-            self.add_text(message, text)
-            if refusals and message.refusal.count == 0:
-                self.add_text(message, "".join(refusals), refusal=True)
-        elif (message.final if message.final is not None else message.text.text()) != text:
-            raise MalformedResponseError("The finished message's text differs from the streamed text.")
-        message.final = text
-
-    def assistant_message(self) -> dict[str, Any]:
-        """The assistant message in the seam's input form (``role``, ``content``, ``tool_calls``, ``refusal``)."""
-        texts: list[str] = []
-        refusals: list[str] = []
-        for index in sorted(self.items):
-            entry = self.items[index]
-            if isinstance(entry, _Message):
-                if entry.text.count:
-                    texts.append(entry.text.text())
-                if entry.refusal.count:
-                    refusals.append(entry.refusal.text())
-        calls = [self._call_json(entry) for entry in self.items.values() if isinstance(entry, _Call)]
-        texts = [text for text in texts if text]
-        if len(texts) > 1:
-            self.notes.repair("message_items_joined")
-            self.grow(utf8_size(MESSAGE_SEPARATOR) * (len(texts) - 1))
-        message: dict[str, Any] = {"role": "assistant", "content": MESSAGE_SEPARATOR.join(texts) or None}
-        if calls:
-            message["tool_calls"] = calls
-        if refusals:
-            message["refusal"] = "".join(refusals)
-        return message
-
-    def _call_json(self, call: _Call) -> dict[str, Any]:
-        call_id = call.call_id
-        if not call_id:
-            call_id = call.call_id = self.new_id()
-            self.notes.repair("missing_call_id")
-        arguments = call.final if call.final is not None else call.arguments.text()
-        if arguments == "":
-            arguments = "{}"
-            self.notes.repair("empty_arguments")
-        function: dict[str, Any] = {"arguments": arguments}
-        if call.name is not None:
-            function["name"] = call.name
-        return {"id": call_id, "type": "function", "function": function}
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
 def _finalize(
-    output: _Output, status: Any, incomplete: Any, usage: Usage | None, response: Mapping[str, Any]
+    output: OutputItems, status: Any, incomplete: Any, usage: Usage | None, response: Mapping[str, Any]
 ) -> NormalizedResponse:
     """The shared tail of both paths: terminal status, refusal check, seam, stop-reason cross-validation."""
     finish_reason = _finish_reason(status, incomplete, usage)
@@ -576,8 +159,8 @@ def _finalize(
         usage=usage,
         repairs=tuple(notes.repairs),
         dropped=tuple(notes.dropped),
-        response_id=_text(response.get("id")),
-        model=_text(response.get("model")),
+        response_id=text_or_none(response.get("id")),
+        model=text_or_none(response.get("model")),
     )
 
 
@@ -602,7 +185,7 @@ def _finish_reason(status: Any, incomplete: Any, usage: Usage | None) -> str | N
     raise ProviderReportedError(f"The response ended with status {status!r}.", usage=usage)
 
 
-def _output_of(response: Mapping[str, Any], output: _Output) -> None:
+def _output_of(response: Mapping[str, Any], output: OutputItems) -> None:
     items = response.get("output")
     if items is None:
         return
@@ -627,7 +210,7 @@ def normalize_response_body(
     notes = Notes()
     usage = usage_from_wire(value.get("usage"), notes)
     _check_failed(value, usage, "The provider reported a failed response")
-    output = _Output(notes, limits, new_id)
+    output = OutputItems(notes, limits, new_id)
     try:
         _output_of(value, output)
     except ProviderError as error:
@@ -651,7 +234,7 @@ class ResponsesAccumulator:
 
     def __init__(self, *, new_id: IdFactory = new_tool_call_id, limits: Limits = DEFAULT_LIMITS) -> None:
         self._notes = Notes()
-        self._output = _Output(self._notes, limits, new_id)
+        self._output = OutputItems(self._notes, limits, new_id)
         self._events = 0
         self._item_events = 0
         self._terminal: dict[str, Any] | None = None
@@ -711,7 +294,7 @@ class ResponsesAccumulator:
     def _item_added(self, index: int, item: Any) -> list[StreamDelta]:
         """A new output item; a tool call is shown at once (its id and name, no arguments yet)."""
         entry = self._output.add(index, item)
-        if isinstance(entry, _Call):
+        if isinstance(entry, CallItem):
             return [StreamedToolCall(entry.ordinal, entry.call_id, entry.name, "")]
         return []
 
@@ -740,7 +323,7 @@ class ResponsesAccumulator:
         self._output.add_arguments(call, delta)
         return [StreamedToolCall(call.ordinal, None, None, delta)] if delta else []
 
-    def _append_text(self, message: _Message, delta: str) -> list[StreamDelta]:
+    def _append_text(self, message: MessageItem, delta: str) -> list[StreamDelta]:
         """A text delta; the first text of a second message item is preceded by the separator, as in the result."""
         out: list[StreamDelta] = []
         if not delta:
@@ -756,12 +339,12 @@ class ResponsesAccumulator:
 
     def _item_done(self, index: int, item: Any) -> list[StreamDelta]:
         entry = self._output.items.get(index)
-        before = entry.text.size if isinstance(entry, _Message) else entry.arguments.size if entry else 0
+        before = entry.text.size if isinstance(entry, MessageItem) else entry.arguments.size if entry else 0
         self._output.finish_item(index, item)
         entry = self._output.items[index]
-        if isinstance(entry, _Message) and before == 0 and entry.text.size:
+        if isinstance(entry, MessageItem) and before == 0 and entry.text.size:
             return self._shown_late(index, entry.text.text())
-        if isinstance(entry, _Call) and before == 0 and entry.arguments.size:
+        if isinstance(entry, CallItem) and before == 0 and entry.arguments.size:
             return [StreamedToolCall(entry.ordinal, entry.call_id, entry.name, entry.final or "")]
         return []
 
@@ -779,7 +362,7 @@ class ResponsesAccumulator:
         if not isinstance(response, dict):
             raise MalformedResponseError(f"The {kind} event has no response object.")
         for key in ("id", "model"):
-            if _text(response.get(key)):
+            if text_or_none(response.get(key)):
                 self._response[key] = response[key]
         if kind not in _TERMINAL:
             return []
@@ -802,9 +385,9 @@ class ResponsesAccumulator:
         out: list[StreamDelta] = []
         for index in sorted(self._output.items):
             entry = self._output.items[index]
-            if isinstance(entry, _Message) and entry.text.size:
+            if isinstance(entry, MessageItem) and entry.text.size:
                 out.extend(self._shown_late(index, entry.text.text()))
-            elif isinstance(entry, _Call):
+            elif isinstance(entry, CallItem):
                 out.append(StreamedToolCall(entry.ordinal, entry.call_id, entry.name, entry.arguments.text()))
         return out
 
@@ -823,24 +406,24 @@ class ResponsesAccumulator:
             return max(self._output.items, default=-1) + 1
         return max(self._output.items, default=0)
 
-    def _entry(self, payload: Mapping[str, Any], kind: str) -> _Item:
+    def _entry(self, payload: Mapping[str, Any], kind: str) -> OutputItem:
         """The entry a delta event belongs to; a delta before its ``output_item.added`` starts the item."""
         index = self._index(payload, None)
         if index not in self._output.items:
             return self._output.add(index, {"type": kind})
         entry = self._output.items[index]
-        if (kind == "message") != isinstance(entry, _Message) or entry is None:
+        if (kind == "message") != isinstance(entry, MessageItem) or entry is None:
             raise MalformedResponseError(f"A stream event refers to output item {index}, which is of another kind.")
         return entry
 
-    def _message(self, payload: Mapping[str, Any]) -> _Message:
+    def _message(self, payload: Mapping[str, Any]) -> MessageItem:
         entry = self._entry(payload, "message")
-        assert isinstance(entry, _Message)
+        assert isinstance(entry, MessageItem)
         return entry
 
-    def _call(self, payload: Mapping[str, Any]) -> _Call:
+    def _call(self, payload: Mapping[str, Any]) -> CallItem:
         entry = self._entry(payload, "function_call")
-        assert isinstance(entry, _Call)
+        assert isinstance(entry, CallItem)
         return entry
 
     def finish(self) -> NormalizedResponse:
@@ -868,7 +451,7 @@ class ResponsesAdapter:
     """See :data:`KIND`."""
 
     def request_url(self, profile: ProviderProfile) -> str:
-        """See :func:`request_url`."""
+        """See :func:`~tiny_agent_core.providers.openai_responses_request.request_url`."""
         return request_url(profile)
 
     def request_headers(self, profile: ProviderProfile, api_key: str | None) -> dict[str, str]:
@@ -885,7 +468,7 @@ class ResponsesAdapter:
         *,
         state: ConversationState | None = None,
     ) -> dict[str, Any]:
-        """See :func:`build_request_body`."""
+        """See :func:`~tiny_agent_core.providers.openai_responses_request.build_request_body`."""
         return build_request_body(profile, model, messages, tools, extra, state=state)
 
     def new_accumulator(self, limits: Limits, new_id: IdFactory = new_tool_call_id) -> ResponsesAccumulator:
@@ -899,11 +482,11 @@ class ResponsesAdapter:
         return normalize_response_body(body, new_id=new_id, limits=limits)
 
     def http_error(self, status: int, body: bytes | str, headers: Mapping[str, str] | None) -> ProviderHTTPError:
-        """See :func:`http_error`."""
+        """See :func:`~tiny_agent_core.providers.openai_responses_errors.http_error`."""
         return http_error(status, body, headers)
 
     def state_lost(self, error: ProviderError) -> bool:
-        """See :func:`state_lost`."""
+        """See :func:`~tiny_agent_core.providers.openai_responses_errors.state_lost`."""
         return state_lost(error)
 
 

@@ -33,17 +33,14 @@ from tiny_agent_core.errors import (
 from tiny_agent_core.providers.api_kinds import normalize_sse_text
 from tiny_agent_core.providers.openai_responses import (
     ADAPTER,
-    MAX_OUTPUT_ITEMS,
     REPAIRS,
     ResponsesAccumulator,
-    build_request_body,
-    http_error,
     normalize_response_body,
-    reported_error,
-    request_url,
-    state_lost,
     usage_from_wire,
 )
+from tiny_agent_core.providers.openai_responses_errors import http_error, reported_error, state_lost
+from tiny_agent_core.providers.openai_responses_output import MAX_OUTPUT_ITEMS
+from tiny_agent_core.providers.openai_responses_request import build_request_body, request_url
 from tiny_agent_core.providers.profiles import ProviderProfile, custom_profile
 from tiny_agent_core.providers.results import (
     ConversationState,
