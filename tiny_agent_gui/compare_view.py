@@ -41,7 +41,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tiny_agent_core.compare import MAX_CONTENDERS, MIN_CONTENDERS, CompareRun, RunReport
+from tiny_agent_core.compare import MAX_CONTENDERS, MIN_CONTENDERS, CompareRun, Contender, RunReport
 from tiny_agent_core.comparisons import (
     Comparison,
     discard_copies,
@@ -65,6 +65,8 @@ COLUMNS = ("Model", "Outcome", "Time", "Requests", "Tool calls", "Tokens", "Cost
 TOOLS = ("read", "write", "edit", "bash")
 """Tools a compare run may offer; the checked ones run without asking (in the run's copy), others are denied."""
 StartRun = Callable[[str, list[ModelEntry], list[str], Callable[[int], None]], CompareRun | None]
+EntryFor = Callable[[Contender], ModelEntry | None]
+"""The model-list row of a saved run's model, or ``None`` when its provider is no longer configured."""
 """``start(prompt, models, allowed tools, on_change)`` → the run (or ``None`` with the reason shown elsewhere)."""
 
 
@@ -186,12 +188,21 @@ class CompareView(QWidget):
     """The user wants to add a model (the window opens the picker and calls :meth:`add_model`)."""
     running_changed = Signal(bool)
 
-    def __init__(self, start: StartRun, parent: QWidget | None = None, *, folder: Path | None = None) -> None:
+    def __init__(
+        self,
+        start: StartRun,
+        parent: QWidget | None = None,
+        *,
+        folder: Path | None = None,
+        entry_for: EntryFor | None = None,
+    ) -> None:
         """``folder``: where comparisons are saved (default :func:`~tiny_agent_core.paths.comparisons_folder`,
-        where the window's compare runs put them)."""
+        where the window's compare runs put them); ``entry_for``: how a reopened comparison's models are put back
+        in the list (without it they are not)."""
         super().__init__(parent)
         self.setAccessibleName("Compare")
         self._start = start
+        self._entry_for = entry_for
         self._folder = folder if folder is not None else comparisons_folder()
         self._run: CompareRun | None = None
         self._comparison: Comparison | None = None
@@ -374,9 +385,31 @@ class CompareView(QWidget):
             return
         self._show_comparison(comparison)
         self.prompt.setPlainText(comparison.prompt)
+        missing = self._restore_setup(comparison)
         copies = "its copies were removed" if comparison.copies_removed else "its copies are still there"
         kept = f"; run {comparison.kept + 1} was kept" if comparison.kept is not None else ""
-        self.status.setText(f"Reopened the comparison of {_when(comparison)} ({copies}{kept}).")
+        gone = (
+            f" {missing} of its models cannot be run again here: their provider is no longer configured."
+            if missing
+            else ""
+        )
+        self.status.setText(f"Reopened the comparison of {_when(comparison)} ({copies}{kept}).{gone}")
+
+    def _restore_setup(self, comparison: Comparison) -> int:
+        """Put the reopened comparison's models and allowed tools back, ready to run it again; returns how many of
+        its models could not be put back."""
+        for name, box in self.tool_boxes.items():
+            box.setChecked(name in comparison.allowed)
+        if self._entry_for is None:
+            return 0
+        entries = [self._entry_for(report.contender) for report in comparison.reports]
+        self._models.clear()
+        self.models.clear()
+        for entry in entries:
+            if entry is not None:
+                self.add_model(entry)
+        self._update_controls()
+        return entries.count(None)
 
     def _show_comparison(self, comparison: Comparison) -> None:
         self._comparison = comparison

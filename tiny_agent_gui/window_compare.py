@@ -104,7 +104,7 @@ class CompareHost:
         if self.made is None:
             from tiny_agent_gui.compare_view import CompareView
 
-            view = CompareView(self._start)
+            view = CompareView(self._start, entry_for=self._entry_for)
             view.add_model_requested.connect(self._add_model)
             view.session_requested.connect(self._open_session)
             view.running_changed.connect(lambda _running: self._running_changed())
@@ -129,6 +129,19 @@ class CompareHost:
                 view.add_model(entry)
         window.pages.setCurrentWidget(view)
         view.prompt.setFocus()
+
+    def _entry_for(self, contender: Contender) -> ModelEntry | None:
+        """The model-list row of a reopened comparison's model: that model of the configured provider with the
+        saved name and base URL (the run recorded those, not the settings' profile id), if there still is one."""
+        window = self._window
+        for config in window.services.settings.profiles:
+            try:
+                profile = config.provider_profile()
+            except SettingsError:
+                continue
+            if (profile.name, profile.base_url) == (contender.profile.name, contender.profile.base_url):
+                return window.catalog.entry_for(config.id, contender.model)
+        return None
 
     def _add_model(self) -> None:
         self._models.open_picker("Add a Model to Compare", self.view.add_model)

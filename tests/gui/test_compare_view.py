@@ -75,12 +75,16 @@ async def test_a_saved_comparison_lists_reopens_and_its_copies_can_be_discarded(
         for model in ("model-a", "model-b"):
             first.add_model(ModelEntry("loop", "Loop", model, Rates("local")))
         first.prompt.setPlainText("greet better")
+        first.tool_boxes["bash"].setChecked(True)
         first.start_button.click()
         await first.wait()
         await _until(lambda: first.saved.count() == 1)
     live = _rows(first)
 
-    again = CompareView(start, folder=folder)  # a new view, as after a restart
+    def entry_for(contender: Contender) -> ModelEntry | None:  # model-b's provider is no longer configured
+        return ModelEntry("loop", "Loop", contender.model, Rates("local")) if contender.model == "model-a" else None
+
+    again = CompareView(start, folder=folder, entry_for=entry_for)  # a new view, as after a restart
     qtbot.addWidget(again)
     again.show()
     await _until(lambda: again.saved.count() == 1)
@@ -93,6 +97,12 @@ async def test_a_saved_comparison_lists_reopens_and_its_copies_can_be_discarded(
     assert [row[1] for row in _rows(again)] == ["completed", "completed"]
     assert again.prompt.toPlainText() == "greet better"
     assert "its copies are still there" in again.status.text()
+    assert [again.models.item(row).text() for row in range(again.models.count())] == [
+        "Loop · model-a — local — no API charge"
+    ]  # ready to run again once another model is added
+    assert "1 of its models cannot be run again here" in again.status.text()
+    allowed = sorted(name for name, box in again.tool_boxes.items() if box.isChecked())
+    assert allowed == ["bash", "edit", "read", "write"]
     again.table.setCurrentIndex(again.table_model.index(1, 0))
     assert "+print('hey')" in again.diff.toPlainText()
     assert again.keep_button.isEnabled()

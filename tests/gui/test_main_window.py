@@ -709,6 +709,18 @@ async def test_a_compare_run_of_two_models_shows_both_rows(
     assert session is not None
     assert session.store.state.header.model == "model-b"
     assert window.pages.currentWidget() is window.splitter
+
+    while view.models.count():  # another compare was being set up
+        view.models.setCurrentRow(0)
+        view.remove_button.click()
+    comparison = view.comparison
+    assert comparison is not None
+    await view.reopen(comparison.folder)
+    assert [view.models.item(row).text().split(" — ")[0] for row in range(view.models.count())] == [
+        "Loopback · test-model",
+        "Second · model-b",
+    ]  # found again among the configured providers: the comparison can be run again as it was
+    assert view.start_button.isEnabled()
     await asyncio.sleep(0.1)  # the finished agents' stream generators are finalised while the loop runs
 
 
