@@ -39,6 +39,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "cost": ("cost",),
     "run": ("run",),
     "compare": ("compare",),
+    "comparisons": ("comparisons",),
 }
 """Each subcommand module of this package and the commands it registers, in ``--help`` order. Only the module of
 the command being run is imported (a small ``session check`` must not pay for httpx, pydantic and the agent)."""

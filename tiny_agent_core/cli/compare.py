@@ -117,10 +117,10 @@ def _contenders(args: argparse.Namespace) -> list[Contender]:
     return out
 
 
-def _line(spec: tuple[str, str], report: RunReport, comparison_id: str) -> dict[str, Any]:
-    """One model's stdout line (see the module docstring)."""
+def run_json(report: RunReport) -> dict[str, Any]:
+    """What one run did, as JSON (see the module docstring; ``tiny-agent comparisons list --json`` prints it too):
+    unknown is null, never 0."""
     out: dict[str, Any] = {
-        "model": "/".join(spec),
         "sessionId": report.session_id,
         "outcome": report.status,
         "steps": report.steps,
@@ -137,11 +137,15 @@ def _line(spec: tuple[str, str], report: RunReport, comparison_id: str) -> dict[
         ],
         "tools": dict(sorted(report.tools.items())),
         "copy": str(report.copy.path) if report.copy is not None else None,
-        "comparisonId": comparison_id,
     }
     if report.error is not None:
         out["error"] = one_line(report.error)
     return out
+
+
+def _line(spec: tuple[str, str], report: RunReport, comparison_id: str) -> dict[str, Any]:
+    """One model's stdout line (see the module docstring)."""
+    return {"model": "/".join(spec), **run_json(report), "comparisonId": comparison_id}
 
 
 async def _compare(args: argparse.Namespace, contenders: list[Contender], ledger: sqlite3.Connection) -> int:
