@@ -199,17 +199,27 @@ def _path(value: Any) -> Path | None:
     return Path(value) if isinstance(value, str) and value else None
 
 
-def _copy_from(value: Mapping[str, Any]) -> WorkspaceCopy:
+def _inside(value: Any, folder: Path) -> Path:
+    """``value`` as a path that is inside ``folder``, following links: every copy of a comparison is made in its own
+    folder, and discarding the copies deletes these paths, so a record must not name anything else."""
+    path = Path(value)
+    if not path.is_absolute() or not Path(os.path.realpath(path)).is_relative_to(os.path.realpath(folder)):
+        raise ValueError(f"the copy {str(path)!r} is not inside the comparison's folder")
+    return path
+
+
+def _copy_from(value: Mapping[str, Any], folder: Path) -> WorkspaceCopy:
     kind = value["kind"]
     if kind not in ("worktree", "copy"):
         raise ValueError(f"unknown copy kind {kind!r}")
+    root = _path(value.get("root"))
     return WorkspaceCopy(
-        Path(value["path"]),
+        _inside(value["path"], folder),
         Path(value["original"]),
         cast(Literal["worktree", "copy"], kind),
         {str(k): str(v) for k, v in dict(value["manifest"]).items()},
         tuple(str(item) for item in value["skipped"]),
-        _path(value.get("root")),
+        _inside(root, folder) if root is not None else None,
     )
 
 
@@ -228,7 +238,7 @@ def _change_from(value: Mapping[str, Any]) -> FileChange:
     )
 
 
-def _report_from(value: Mapping[str, Any]) -> RunReport:
+def _report_from(value: Mapping[str, Any], folder: Path) -> RunReport:
     profile = value["profile"]
     contender = Contender(
         ProviderProfile(str(profile["id"]), str(profile["name"]), str(profile["baseUrl"])), value["model"]
@@ -241,7 +251,7 @@ def _report_from(value: Mapping[str, Any]) -> RunReport:
     return RunReport(
         contender,
         status=cast(RunStatus, status),
-        copy=_copy_from(value["copy"]) if value.get("copy") else None,
+        copy=_copy_from(value["copy"], folder) if value.get("copy") else None,
         session_path=_path(value.get("sessionFile")),
         session_id=value.get("sessionId"),
         wall_ms=float(value["wallMs"]) if value.get("wallMs") is not None else None,
@@ -269,7 +279,7 @@ def _comparison_from(folder: Path, value: Any) -> Comparison:
         workspace=Path(value["workspace"]),
         prompt=str(value["prompt"]),
         allowed=tuple(str(name) for name in value["allowed"]),
-        reports=[_report_from(run) for run in value["runs"]],
+        reports=[_report_from(run, folder) for run in value["runs"]],
         started_at=int(value["startedAt"]),
         ended_at=int(value["endedAt"]) if value.get("endedAt") is not None else None,
         kept=int(kept) if kept is not None else None,

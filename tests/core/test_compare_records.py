@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -163,6 +164,31 @@ def test_a_damaged_record_is_left_out_of_the_list_and_named_when_opened(tmp_path
     assert list_comparisons(tmp_path / "nowhere") == []
     with pytest.raises(ComparisonError, match=r"broken/comparison.json is damaged"):
         load_comparison(folder / "broken")
+
+
+@pytest.mark.parametrize("workspace", ["copy"], indirect=True)
+async def test_a_record_that_names_a_copy_outside_its_folder_is_damaged(workspace: Path, tmp_path: Path) -> None:
+    run = await _compare(workspace, tmp_path / "compare")
+    victim = tmp_path / "victim"
+    (victim / "keep-me").mkdir(parents=True)
+    record = run.folder / "comparison.json"
+    saved = json.loads(record.read_text())
+    saved["runs"][0]["copy"]["path"] = str(victim)  # discarding the copies would delete it
+    record.write_text(json.dumps(saved))
+    with pytest.raises(ComparisonError, match="is not inside the comparison's folder"):
+        load_comparison(run.folder)
+    assert list_comparisons(tmp_path / "compare") == []
+
+    saved["runs"][0]["copy"]["path"] = str(run.reports[0].copy.path if run.reports[0].copy else "")
+    record.write_text(json.dumps(saved))
+    assert len(list_comparisons(tmp_path / "compare")) == 1  # the record is whole again
+    copy = run.reports[0].copy
+    assert copy is not None
+    shutil.rmtree(copy.path)
+    copy.path.symlink_to(victim)  # a link in the copy's place leads out of the folder too
+    with pytest.raises(ComparisonError, match="is not inside the comparison's folder"):
+        load_comparison(run.folder)
+    assert (victim / "keep-me").is_dir()
 
 
 async def test_a_huge_diff_is_saved_without_its_text(tmp_path: Path) -> None:
