@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from tiny_agent_core.ledger.costs import cost_text
 from tiny_agent_core.timeline import AssistantItem, CompactionItem, NoticeItem, StepInfo, Timeline, ToolItem, UserItem
 from tiny_agent_core.usage import Usage
 
@@ -283,12 +284,6 @@ def duration_text(ms: int | None) -> str:
     return f"{ms // 60_000} min {ms % 60_000 // 1000} s"
 
 
-def _money(cost: Decimal | None) -> str:
-    if cost is None:
-        return "cost unknown"
-    return f"${cost:.6f}".rstrip("0").rstrip(".") if cost else "$0"
-
-
 def _tokens(usage: Usage | None) -> str:
     if usage is None:
         return "usage unknown"
@@ -298,7 +293,7 @@ def _tokens(usage: Usage | None) -> str:
 def render_trace(trace: Trace) -> str:
     """The trace as indented text: runs, their steps (model, TTFT, duration, tokens, cost), their tool calls
     (outcome, summary, duration)."""
-    cost = _money(trace.cost) + (f" (+{trace.unknown_costs} unknown)" if trace.unknown_costs and trace.cost else "")
+    cost = cost_text(trace.cost, trace.unknown_costs, unknown="cost unknown")
     lines = [
         f"session {trace.session_id} · {len(trace.runs)} run{'s' if len(trace.runs) != 1 else ''} · "
         f"{len(trace.steps())} requests · {duration_text(trace.duration_ms)} · {_tokens(trace.usage)} · {cost}"
@@ -310,9 +305,10 @@ def render_trace(trace: Trace) -> str:
             state = step.stop_reason or step.status
             if step.error is not None:
                 state += f" ({step.error.code}: {step.error.message})"
+            cost = cost_text(step.cost, unknown="cost unknown")
             lines.append(
                 f"  step {step.model} · {state} · ttft {duration_text(step.ttft_ms)} · "
-                f"{duration_text(span.duration_ms)} · {_tokens(step.usage)} · {_money(step.cost)}"
+                f"{duration_text(span.duration_ms)} · {_tokens(step.usage)} · {cost}"
             )
             for call in span.calls:
                 outcome = call.item.outcome

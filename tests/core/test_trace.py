@@ -77,4 +77,5 @@ def test_ledger_timings_split_the_request_and_costs_add_up() -> None:
     text = render_trace(trace)
     assert "ttft 300 ms · 900 ms" in text
     assert "[exit 2] bash make → exit 2 · 1 line" in text
-    assert "(+" in text.splitlines()[0]  # some costs unknown: said so
+    # some costs unknown: a lower bound, worded as everywhere else (ledger.costs.cost_text)
+    assert text.splitlines()[0].endswith(f" · ≥ $0.012 + {trace.unknown_costs} unknown")
