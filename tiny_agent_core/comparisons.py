@@ -32,6 +32,7 @@ import logging
 import os
 import shutil
 import sqlite3
+import stat
 import time
 from collections import Counter
 from collections.abc import Mapping
@@ -316,8 +317,11 @@ def load_comparison(folder: Path) -> Comparison:
     """The comparison saved in ``folder``. Blocking. Raises :class:`ComparisonError` naming the record."""
     path = folder / RECORD_NAME
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        # Not following a link, not waiting on a FIFO put in the record's place: only a regular file is read.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise ComparisonError(f"The comparison record {path} is not a regular file; not read.")
             data = handle.read(MAX_RECORD_BYTES + 1)
     except OSError as error:
         raise ComparisonError(f"The comparison record {path} cannot be read: {error.strerror or error}.") from error

@@ -164,6 +164,11 @@ def test_a_damaged_record_is_left_out_of_the_list_and_named_when_opened(tmp_path
     assert list_comparisons(tmp_path / "nowhere") == []
     with pytest.raises(ComparisonError, match=r"broken/comparison.json is damaged"):
         load_comparison(folder / "broken")
+    (folder / "fifo").mkdir()
+    os.mkfifo(folder / "fifo" / "comparison.json")  # reading it would wait for a writer forever
+    with pytest.raises(ComparisonError, match=r"fifo/comparison.json is not a regular file"):
+        load_comparison(folder / "fifo")
+    assert list_comparisons(folder) == []
 
 
 @pytest.mark.parametrize("workspace", ["copy"], indirect=True)
