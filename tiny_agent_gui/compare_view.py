@@ -65,9 +65,9 @@ COLUMNS = ("Model", "Outcome", "Time", "Requests", "Tool calls", "Tokens", "Cost
 TOOLS = ("read", "write", "edit", "bash")
 """Tools a compare run may offer; the checked ones run without asking (in the run's copy), others are denied."""
 StartRun = Callable[[str, list[ModelEntry], list[str], Callable[[int], None]], CompareRun | None]
+"""``start(prompt, models, allowed tools, on_change)`` → the run (or ``None`` with the reason shown elsewhere)."""
 EntryFor = Callable[[Contender], ModelEntry | None]
 """The model-list row of a saved run's model, or ``None`` when its provider is no longer configured."""
-"""``start(prompt, models, allowed tools, on_change)`` → the run (or ``None`` with the reason shown elsewhere)."""
 
 
 def _tokens(report: RunReport) -> str:
