@@ -18,9 +18,10 @@ do from a terminal what the window's compare view does (:mod:`tiny_agent_core.co
   "comparisonId", "copiesRemoved": true}``.
 
 ``ID`` is a comparison id as listed (or a prefix that names one comparison; it is only ever looked up among the
-listed ones, never used as a path). Exit 0 on success; 2 with one stderr line ``{"error": {"kind": "comparison",
-"message"}}`` when the comparisons cannot be read or changed; invalid arguments (an unknown or ambiguous id, a run
-number out of range, a run with no changes or no copy left) exit 2 with ``tiny-agent comparisons: error: …``.
+listed ones, never used as a path, and an id that several records claim names none of them: a record is only a
+file). Exit 0 on success; 2 with one stderr line ``{"error": {"kind": "comparison", "message"}}`` when the
+comparisons cannot be read or changed; invalid arguments (an unknown or ambiguous id, a run number out of range, a
+run with no changes or no copy left) exit 2 with one line ``tiny-agent comparisons ACTION: error: …``.
 """
 
 from __future__ import annotations
@@ -116,6 +117,11 @@ def _find(args: argparse.Namespace) -> Comparison:
     wanted = args.id.strip()
     found = [comparison for comparison in list_comparisons() if wanted and comparison.id.startswith(wanted)]
     exact = [comparison for comparison in found if comparison.id == wanted]
+    if len(exact) > 1:  # a record is only a file: another folder's may claim the same id
+        folders = ", ".join(str(comparison.folder) for comparison in exact)
+        parser.error(
+            f"{len(exact)} saved comparisons claim the id {wanted!r} ({folders}): delete the one you did not make"
+        )
     if exact:
         return exact[0]
     if not found:

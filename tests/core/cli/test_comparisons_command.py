@@ -132,3 +132,26 @@ def test_no_comparisons_says_how_to_make_one(cli: Cli, tmp_path: Path) -> None:
     assert proc.returncode == 0
     assert "No saved comparisons" in proc.stdout
     assert json.loads(cli("comparisons", "list", "--json", env=env).stdout) == []
+
+
+def test_an_id_that_two_records_claim_names_neither(cli: Cli, tmp_path: Path) -> None:
+    env, workspace, lines = _compared(cli, tmp_path)
+    comparison_id = lines[0]["comparisonId"]
+    compare = tmp_path / "data" / "compare"
+    record = json.loads((compare / comparison_id / "comparison.json").read_text())
+    record["startedAt"] += 1000  # listed first
+    for run in record["runs"]:
+        run["copy"] = None
+    other = compare / "another-folder"
+    other.mkdir()
+    (other / "comparison.json").write_text(json.dumps(record))
+    assert len(json.loads(cli("comparisons", "list", "--json", env=env).stdout)) == 2
+
+    for args in (("keep", comparison_id, "1", "--yes"), ("discard", comparison_id)):
+        proc = cli("comparisons", *args, env=env)
+        assert proc.returncode == 2
+        assert proc.stderr.count("\n") == 1, proc.stderr
+        assert f"2 saved comparisons claim the id '{comparison_id}'" in proc.stderr
+        assert str(other) in proc.stderr
+    assert (workspace / "greet.py").read_text() == "print('hi')\n"
+    assert all(Path(line["copy"]).exists() for line in lines)  # neither record was acted on
