@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tiny_agent_core.agent.project_files import AGENTS_MD_LIMIT, SKILL_HEAD_LIMIT, read_project_file, skill_files
 from tiny_agent_core.session import facts
 from tiny_agent_core.session.store import environment_identity
 from tiny_agent_core.tools.base import Tool
@@ -66,31 +67,31 @@ def _unquote(value: str) -> str:
 
 
 def discover_skills(workspace: Path) -> list[Skill]:
-    """Every ``SKILL.md`` under ``<workspace>/.tiny-agent/skills/``, sorted by path; unreadable files are skipped."""
-    root = workspace / ".tiny-agent" / "skills"
+    """Every ``SKILL.md`` under ``<workspace>/.tiny-agent/skills/``, sorted by path; files that cannot be read
+    safely are skipped (:mod:`~tiny_agent_core.agent.project_files`)."""
     skills: list[Skill] = []
-    if not root.is_dir():
-        return skills
-    for path in sorted(root.rglob("SKILL.md")):
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+    for relative in skill_files(workspace):
+        read = read_project_file(workspace, relative, SKILL_HEAD_LIMIT)
+        if read is None:
             continue
         fields: dict[str, str] = {}
-        match = _FRONTMATTER.match(text.replace("\r\n", "\n"))
+        match = _FRONTMATTER.match(read.text.replace("\r\n", "\n"))
         if match:
             fields = {key: _unquote(value) for key, value in _FIELD.findall(match.group(1))}
-        skills.append(Skill(fields.get("name") or path.parent.name, fields.get("description", ""), path.resolve()))
+        skills.append(Skill(fields.get("name") or read.path.parent.name, fields.get("description", ""), read.path))
     return skills
 
 
 def read_agents_md(workspace: Path) -> tuple[Path, str] | None:
-    """``<workspace>/AGENTS.md`` (path, text), or ``None`` when there is none."""
-    path = workspace / "AGENTS.md"
-    try:
-        return path.resolve(), path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+    """``<workspace>/AGENTS.md`` (its real path, its text), or ``None`` when there is none that may be read (see
+    :mod:`~tiny_agent_core.agent.project_files`); a file longer than :data:`AGENTS_MD_LIMIT` gives its start, and
+    says so."""
+    read = read_project_file(workspace, "AGENTS.md", AGENTS_MD_LIMIT)
+    if read is None:
         return None
+    if read.cut:
+        return read.path, f"{read.text}\n[AGENTS.md is longer than {AGENTS_MD_LIMIT:,} bytes: the rest is left out]"
+    return read.path, read.text
 
 
 def build_system_prompt(workspace: Path, tool_names: Sequence[str]) -> str:
