@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS
 from tiny_agent_core.errors import SecretStoreError, SettingsError
-from tiny_agent_core.model_catalog import ModelEntry
+from tiny_agent_core.model_catalog import ModelEntry, entries_for
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.settings import AppSettings
 from tiny_agent_gui.window_connection import KeyCache
@@ -132,15 +132,21 @@ class CompareHost:
 
     def _entry_for(self, contender: Contender) -> ModelEntry | None:
         """The model-list row of a reopened comparison's model: that model of the configured provider with the
-        saved name and base URL (the run recorded those, not the settings' profile id), if there still is one."""
+        saved name and base URL (the run recorded those, not the settings' profile id), if there still is one,
+        whether or not the catalog has fetched that provider's model list since the window started."""
         window = self._window
-        for config in window.services.settings.profiles:
+        settings = window.services.settings
+        for config in settings.profiles:
             try:
                 profile = config.provider_profile()
             except SettingsError:
                 continue
             if (profile.name, profile.base_url) == (contender.profile.name, contender.profile.base_url):
-                return window.catalog.entry_for(config.id, contender.model)
+                listed = window.catalog.entry_for(config.id, contender.model)  # with the context window it knows
+                if listed is not None:
+                    return listed
+                made = entries_for(config, [contender.model], settings.price_overrides or None)
+                return next(entry for entry in made if entry.model == contender.model)
         return None
 
     def _add_model(self) -> None:

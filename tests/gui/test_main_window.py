@@ -27,6 +27,8 @@ from tests.core.test_model_catalog import session_left_open
 from tests.gui.test_key_cache import CountingKeyStore
 from tests.loopback import LoopbackServer, RecordedRequest, Reply, sse_events
 from tiny_agent_core import workbench
+from tiny_agent_core.compare import Contender, RunReport
+from tiny_agent_core.comparisons import Comparison, save_comparison
 from tiny_agent_core.fork import read_origin
 from tiny_agent_core.ledger import connect, get_session, scan_workspace
 from tiny_agent_core.providers.client import ProviderClient
@@ -826,6 +828,25 @@ async def test_at_start_every_workspace_is_indexed_in_the_background_once_the_wi
     assert window.sessions.model.row_of(session_id) is None  # the list shows the index as it was
     await index_at_start(window)
     assert window.sessions.model.row_of(session_id) is not None
+
+
+async def test_a_reopened_comparison_puts_back_a_model_its_provider_lists_but_was_not_fetched(
+    window: MainWindow, tmp_path: Path
+) -> None:
+    config = window.services.settings.profile("local")
+    assert config is not None
+    runs = [RunReport(Contender(config.provider_profile(), model)) for model in ("test-model", "listed-model")]
+    workspace = Path(window.services.settings.workspaces[0])
+    save_comparison(Comparison("saved", tmp_path / "saved", workspace, "greet better", ("read",), runs))
+    window.show_compare_action.trigger()
+    view = window.compare_view
+    assert window.catalog.entry_for("local", "listed-model") is None  # no model list fetched since the start
+    await view.reopen(tmp_path / "saved")
+    assert [view.models.item(row).text().split(" — ")[0] for row in range(view.models.count())] == [
+        "Loopback · test-model",
+        "Loopback · listed-model",
+    ]  # its provider is still configured: both can run again
+    assert "cannot be run again" not in view.status.text()
 
 
 async def test_the_os_keyring_is_looked_for_off_the_gui_thread(tmp_path: Path, qtbot: QtBot) -> None:
