@@ -88,6 +88,9 @@ _GATE = 'read -r _ ; exec "$0" -c "$1" </dev/null'
 BG_FOLDER = ".tiny-agent/bg"
 """The metadata and log folder, relative to the workspace."""
 
+MAX_META_BYTES = 64 * 1024
+"""Most bytes of one process's metadata file that are read (ours are well under 4 KiB)."""
+
 
 def bg_directory(workspace: Path) -> Path:
     """Where the metadata and log files live."""
@@ -307,7 +310,14 @@ class BgTool(BuiltinTool):
 
     def _read_meta(self, pid: str) -> dict[str, Any]:
         try:
-            meta = json.loads((bg_directory(self.workspace) / f"{pid}.json").read_text(encoding="utf-8"))
+            # The workspace is the repository's: a FIFO, a link or a huge file may sit where the metadata goes.
+            with open_private_folder(self.workspace, BG_FOLDER) as folder:
+                descriptor = open_regular(folder, f"{pid}.json")
+            with os.fdopen(descriptor, "rb") as file:
+                data = file.read(MAX_META_BYTES + 1)
+            if len(data) > MAX_META_BYTES:
+                raise ValueError(f"larger than {MAX_META_BYTES:,} bytes")
+            meta = json.loads(data)
         except FileNotFoundError:
             raise ToolError(f"no background process {pid} in this workspace") from None
         except (OSError, ValueError) as error:

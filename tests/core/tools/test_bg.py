@@ -351,3 +351,16 @@ def test_kill_group_refuses_low_groups_and_never_signals_a_bare_pid(
     _kill_group(process.pid, signal.SIGKILL)
     assert signals == [("killpg", process.pid, signal.SIGKILL)]
     assert process.poll() is None
+
+
+async def test_metadata_that_is_a_fifo_a_link_or_huge_is_not_read(bg: BgTool, tmp_path: Path) -> None:
+    folder = tmp_path / ".tiny-agent" / "bg"
+    folder.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(folder / "4242.json")  # a repository's FIFO: reading it would wait for a writer forever
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.json"
+    outside.write_text(json.dumps({"id": "4343", "cwd": str(tmp_path), "status": "exited"}))
+    (folder / "4343.json").symlink_to(outside)
+    (folder / "4444.json").write_text(json.dumps({"cwd": str(tmp_path), "pad": "x" * 70_000}))
+    for pid in ("4242", "4343", "4444"):
+        assert "metadata is unreadable" in await error(bg, action="status", id=pid)
+    assert json.loads(await call(bg, action="list", status="all")) == []
