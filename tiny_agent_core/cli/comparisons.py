@@ -32,7 +32,7 @@ from typing import Any
 
 from tiny_agent_core.cli.arguments import positive_int
 from tiny_agent_core.cli.compare import run_json
-from tiny_agent_core.cli.output import fail
+from tiny_agent_core.cli.output import fail, one_line
 from tiny_agent_core.compare import RunReport
 from tiny_agent_core.comparisons import Comparison, discard_copies, keep_run, list_comparisons
 from tiny_agent_core.errors import TinyAgentError
@@ -72,7 +72,7 @@ def _run_text(number: int, report: RunReport) -> str:
     """One run's line of the listing."""
     cost = "—" if report.cost is None and not report.requests else cost_text(report.cost, report.unknown_cost)
     files = f"{len(report.changes)} file{'' if len(report.changes) == 1 else 's'} changed"
-    return f"  {number}. {report.contender.label} · {report.status} · {cost} · {files}"
+    return f"  {number}. {one_line(report.contender.label)} · {report.status} · {cost} · {files}"
 
 
 def _comparison_json(comparison: Comparison) -> dict[str, Any]:
@@ -105,7 +105,7 @@ def list_command(args: argparse.Namespace) -> int:
         print("No saved comparisons (tiny-agent compare, or the window's compare view, makes them).")
     for comparison in comparisons:
         started = local_datetime(comparison.started_at).strftime("%Y-%m-%d %H:%M")
-        print(f"{comparison.id}  {started}  {_state(comparison)}  {comparison.title}")
+        print(f"{one_line(comparison.id)}  {started}  {_state(comparison)}  {comparison.title}")
         for number, report in enumerate(comparison.reports, 1):
             print(_run_text(number, report))
     return 0
@@ -118,7 +118,7 @@ def _find(args: argparse.Namespace) -> Comparison:
     found = [comparison for comparison in list_comparisons() if wanted and comparison.id.startswith(wanted)]
     exact = [comparison for comparison in found if comparison.id == wanted]
     if len(exact) > 1:  # a record is only a file: another folder's may claim the same id
-        folders = ", ".join(str(comparison.folder) for comparison in exact)
+        folders = one_line(", ".join(str(comparison.folder) for comparison in exact))
         parser.error(
             f"{len(exact)} saved comparisons claim the id {wanted!r} ({folders}): delete the one you did not make"
         )
@@ -138,20 +138,24 @@ def keep_command(args: argparse.Namespace) -> int:
         comparison = _find(args)
     except TinyAgentError as error:
         return fail("comparison", error)
+    name = one_line(comparison.id)  # a record is only a file: one line per thing said, whatever it holds
     if args.run > len(comparison.reports):
-        parser.error(f"comparison {comparison.id} has {len(comparison.reports)} runs, not {args.run}")
+        parser.error(f"comparison {name} has {len(comparison.reports)} runs, not {args.run}")
     report = comparison.reports[args.run - 1]
+    run = f"{args.run} ({one_line(report.contender.label)})"
     copy = report.copy
     if copy is None:
-        parser.error(f"the copies of comparison {comparison.id} were removed: its changes can no longer be applied")
+        parser.error(f"the copies of comparison {name} were removed: its changes can no longer be applied")
     if not report.changes:
-        parser.error(f"run {args.run} ({report.contender.label}) changed no files: there is nothing to keep")
-    files = [f"{change.status} {change.path} (+{change.added} −{change.removed})" for change in report.changes]
+        parser.error(f"run {run} changed no files: there is nothing to keep")
     if not args.yes:
-        listed = "\n".join(f"  {line}" for line in files)
+        listed = "".join(
+            f"  {change.status} {one_line(change.path)} (+{change.added} −{change.removed})\n"
+            for change in report.changes
+        )
         parser.exit(
             2,
-            f"Run {args.run} ({report.contender.label}) would change these files in {copy.original}:\n{listed}\n"
+            f"Run {run} would change these files in {copy.original}:\n{listed}"
             "Then every run's copy is removed (the sessions are kept). Add --yes to do it.\n",
         )
     try:

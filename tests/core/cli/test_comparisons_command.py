@@ -155,3 +155,25 @@ def test_an_id_that_two_records_claim_names_neither(cli: Cli, tmp_path: Path) ->
         assert str(other) in proc.stderr
     assert (workspace / "greet.py").read_text() == "print('hi')\n"
     assert all(Path(line["copy"]).exists() for line in lines)  # neither record was acted on
+
+
+def test_a_record_with_line_breaks_in_its_names_is_listed_one_line_per_thing(cli: Cli, tmp_path: Path) -> None:
+    env, _workspace_path, lines = _compared(cli, tmp_path)
+    compare = tmp_path / "data" / "compare"
+    record = json.loads((compare / lines[0]["comparisonId"] / "comparison.json").read_text())
+    record["id"] = "forged\n  1. Loop · model-a · completed · $0.00 · 9 files changed"
+    for run in record["runs"]:
+        run["copy"] = None
+        run["profile"]["name"] = "Lo\nop"
+    other = compare / "another-folder"
+    other.mkdir()
+    (other / "comparison.json").write_text(json.dumps(record))
+
+    listed = cli("comparisons", "list", env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert len(listed.stdout.splitlines()) == 6  # two comparisons of two runs each
+    assert "9 files changed" not in listed.stdout.splitlines()[1]
+    refused = cli("comparisons", "keep", "forged", "1", "--yes", env=env)
+    assert refused.returncode == 2
+    assert refused.stderr.count("\n") == 1, refused.stderr
+    assert "were removed" in refused.stderr
