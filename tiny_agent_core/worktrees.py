@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tiny_agent_core.errors import TinyAgentError
+from tiny_agent_core.tools.base import ToolError
 from tiny_agent_core.tools.guard import WorkspaceGuard
 
 __all__ = [
@@ -424,6 +425,21 @@ def changes_diff(changes: list[FileChange]) -> str:
     return "".join(parts)
 
 
+def _open_copied(copy: WorkspaceCopy, relative: str) -> int:
+    """The copy's file ``relative``, opened for reading through a guard of the copy: what a run left there (a link
+    leading out of the copy, a FIFO swapped in by a process still running in it) is refused with
+    :class:`WorkspaceCopyError`, never followed or waited on."""
+    try:
+        with WorkspaceGuard(copy.path).locate(relative) as located:
+            source = located.open(os.O_RDONLY | os.O_NONBLOCK)
+    except (ToolError, OSError) as error:
+        raise WorkspaceCopyError(f"{relative} of the run's copy cannot be kept: {error}") from error
+    if not stat.S_ISREG(os.fstat(source).st_mode):
+        os.close(source)
+        raise WorkspaceCopyError(f"{relative} of the run's copy is not a regular file; nothing was kept from it.")
+    return source
+
+
 def keep_changes(copy: WorkspaceCopy, changes: list[FileChange]) -> None:
     """Apply ``changes`` (of :func:`workspace_changes`) to the original workspace: a changed or added file of the
     copy replaces the original's (atomically, with the copy's mode), a deleted one is removed. Blocking.
@@ -445,15 +461,17 @@ def keep_changes(copy: WorkspaceCopy, changes: list[FileChange]) -> None:
             "Apply the diff by hand, or run the compare again."
         )
     guard = WorkspaceGuard(copy.original)
-    for change in changes:  # every path is checked before the first write
+    for change in changes:  # every path, in the workspace and in the copy, is checked before the first write
         guard.locate(change.path, writable=True).close()
+        if change.status != "deleted":
+            os.close(_open_copied(copy, change.path))
     for change in changes:
         with guard.locate(change.path, writable=True) as located:
             if change.status == "deleted":
                 os.unlink(located.name, dir_fd=located.directory)
                 continue
             located.make_parents()
-            source = os.open(copy.path / change.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            source = _open_copied(copy, change.path)
             temporary = f".{located.name}.{os.urandom(6).hex()}.keep"
             try:
                 mode = stat.S_IMODE(os.fstat(source).st_mode)

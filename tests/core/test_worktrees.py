@@ -12,6 +12,7 @@ from tiny_agent_core.tools.guard import PathOutsideWorkspace
 from tiny_agent_core.worktrees import (
     CopyLimits,
     KeepConflictError,
+    WorkspaceCopyError,
     WorkspaceTooLargeError,
     changes_diff,
     keep_changes,
@@ -145,3 +146,29 @@ def test_keeping_never_writes_through_a_symlink_out_of_the_workspace(plain: Path
     with pytest.raises(PathOutsideWorkspace):
         keep_changes(copy, workspace_changes(copy))
     assert list(outside.iterdir()) == []
+
+
+def test_keeping_never_reads_through_a_link_or_a_fifo_left_in_the_copy(plain: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "home" / "id_rsa"
+    secret.parent.mkdir()
+    secret.write_text("PRIVATE KEY\n")
+    copy = make_copy(plain, tmp_path / "data" / "1")
+    (copy.path / "keys").mkdir()
+    (copy.path / "keys" / "id_rsa").write_text("model\n")
+    (copy.path / "pipe.txt").write_text("model\n")
+    changes = workspace_changes(copy)  # what the user approved
+    (copy.path / "keys" / "id_rsa").unlink()
+    (copy.path / "keys").rmdir()
+    (copy.path / "keys").symlink_to(secret.parent)  # swapped in after the diff, e.g. by a process left running
+    with pytest.raises(WorkspaceCopyError, match="keys/id_rsa of the run's copy cannot be kept"):
+        keep_changes(copy, changes)
+    assert not (plain / "keys").exists()  # checked before the first write: nothing was applied
+    (copy.path / "keys").unlink()
+    (copy.path / "keys").mkdir()
+    (copy.path / "keys" / "id_rsa").write_text("model\n")
+    (copy.path / "pipe.txt").unlink()
+    os.mkfifo(copy.path / "pipe.txt")  # reading it would wait for a writer forever
+    with pytest.raises(WorkspaceCopyError, match=r"pipe\.txt of the run's copy is not a regular file"):
+        keep_changes(copy, changes)
+    assert not (plain / "pipe.txt").exists()
+    assert not (plain / "keys").exists()
