@@ -4,6 +4,7 @@ something else or an oversized file is ignored — listing and costing the works
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from tests.core.ledger.sessionfiles import SessionFile
 from tiny_agent_core.cli import main
 from tiny_agent_core.fork import copies_path, origin_path, read_copies, read_origin
+from tiny_agent_core.ledger.sidecar import append as append_cost
 from tiny_agent_core.ledger.sidecar import read as read_costs
 from tiny_agent_core.ledger.sidecar import sidecar_path
 from tiny_agent_core.session_meta import meta_path, read_meta
@@ -53,3 +55,33 @@ def test_planted_side_files_are_ignored_and_the_workspace_still_lists(
     assert main(["sessions", "--workspace", str(workspace)]) == 0
     assert "hello" in capsys.readouterr().out
     assert main(["cost", "--workspace", str(workspace)]) == 0
+
+
+def test_a_cost_line_is_never_appended_through_a_planted_link_or_to_a_fifo(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    session = SessionFile(workspace, 1, created_at=1_764_547_200_000, model="vendor/model-a")
+    session.user("hello")
+    victim = tmp_path / "bashrc"
+    victim.write_text("export PATH\n")
+    costs = sidecar_path(session.path)
+    costs.parent.mkdir(parents=True, exist_ok=True)
+    costs.symlink_to(victim)  # a repository's link where the app appends what a request cost
+    with pytest.raises(OSError, match="Too many levels of symbolic links"):
+        append_cost(session.path, "01a23308-9c82-773f-92fc-6c1cfe6e9881", local=True)
+    assert victim.read_text() == "export PATH\n"
+    costs.unlink()
+    os.mkfifo(costs)  # opening it for writing would wait for a reader forever
+    with pytest.raises(OSError, match="No such device or address"):
+        append_cost(session.path, "01a23308-9c82-773f-92fc-6c1cfe6e9881", local=True)
+    costs.unlink()
+    costs.parent.rmdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    costs.parent.symlink_to(elsewhere, target_is_directory=True)  # the folder itself leads out
+    with pytest.raises(OSError, match=r"Too many levels of symbolic links|Not a directory"):
+        append_cost(session.path, "01a23308-9c82-773f-92fc-6c1cfe6e9881", local=True)
+    assert list(elsewhere.iterdir()) == []
+    costs.parent.unlink()
+    append_cost(session.path, "01a23308-9c82-773f-92fc-6c1cfe6e9881", local=True)  # a real side file works
+    assert read_costs(session.path)["01a23308-9c82-773f-92fc-6c1cfe6e9881"].local
+    assert stat.S_IMODE(costs.stat().st_mode) == 0o600

@@ -14,6 +14,7 @@ lines are skipped: the side file only ever adds knowledge, and without it the co
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass
@@ -21,9 +22,12 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 from tiny_agent_core.small_files import read_small_file
+from tiny_agent_core.tools.private_files import create_private, open_private_folder, open_regular
 
 SUFFIX = ".costs"
 """Extension of a cost side file."""
+COSTS_FOLDER = ".tiny-agent/costs"
+"""Where the side files are, relative to the workspace."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +46,7 @@ MAX_SIDECAR_BYTES = 64 * 1024 * 1024
 
 def sidecar_path(session_path: Path) -> Path:
     """Where the side file of the session file ``session_path`` (``<workspace>/.tiny-agent/sessions/x.jsonl``) is."""
-    return session_path.parent.parent / "costs" / (session_path.stem + SUFFIX)
+    return session_path.parent.parent.parent / COSTS_FOLDER / (session_path.stem + SUFFIX)
 
 
 def append(session_path: Path, attempt_id: str, *, provider_cost: Decimal | None = None, local: bool = False) -> None:
@@ -54,10 +58,15 @@ def append(session_path: Path, attempt_id: str, *, provider_cost: Decimal | None
         line["local"] = True
     if len(line) == 1:
         return
-    path = sidecar_path(session_path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     data = (json.dumps(line, separators=(",", ":")) + "\n").encode("utf-8")
-    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    # The workspace is the repository's: a link planted at the side file or its folder (to ~/.bashrc, say) must not
+    # get lines appended, and a FIFO must not block. So the folder is walked without following links and the file
+    # must be a regular file of its own (as the process tools keep their files).
+    with open_private_folder(session_path.parent.parent.parent, COSTS_FOLDER) as folder:
+        name = session_path.stem + SUFFIX
+        with contextlib.suppress(FileExistsError):
+            os.close(create_private(folder, name))
+        descriptor = open_regular(folder, name, os.O_WRONLY | os.O_APPEND)
     try:
         os.write(descriptor, data)
     finally:
