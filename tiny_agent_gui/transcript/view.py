@@ -66,6 +66,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from tiny_agent_core.openable import openable_file
 from tiny_agent_core.timeline import AssistantItem, CompactionItem, NoticeItem, TimelineItem, ToolItem, UserItem
 from tiny_agent_core.tool_outcomes import output_excerpt
 from tiny_agent_gui.cost.formatting import cost_text
@@ -773,6 +774,8 @@ class TranscriptView(QListView):
             target = self._file_of(path)
             open_file = menu.addAction("&Open File", lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(str(target))))
             open_file.setEnabled(target is not None)
+            if target is None:
+                open_file.setStatusTip("Only a document inside the session's workspace opens, not a program")
         menu.addAction("Copy &Summary", lambda: clipboard.setText(item.summary))
         if item.result_text is not None:
             result = item.result_text
@@ -803,12 +806,12 @@ class TranscriptView(QListView):
         return menu
 
     def _file_of(self, path: str) -> Path | None:
-        """``path`` resolved against the session's workspace, if such a file exists (open it; nothing is read)."""
+        """The file ``path`` names in the session's workspace, when the desktop may open it: a plain document there,
+        not a program or a launcher, not outside (:func:`~tiny_agent_core.openable.openable_file`)."""
         timeline = self.transcript_model().timeline()
         if timeline is None:
             return None
-        target = Path(timeline.header.cwd, path)
-        return target if target.is_file() else None
+        return openable_file(timeline.header.cwd, path)
 
     def changeEvent(self, event: QEvent) -> None:
         """Re-render after a palette or font change (light/dark switch)."""
