@@ -273,9 +273,11 @@ def _report_from(value: Mapping[str, Any], folder: Path) -> RunReport:
 def _comparison_from(folder: Path, value: Any) -> Comparison:
     if not isinstance(value, dict) or value.get("version") != VERSION:
         raise ValueError(f"not a version {VERSION} comparison record")
+    if value["id"] != folder.name:  # each comparison is saved in a folder named for its id: no two share one
+        raise ValueError(f"its id {str(value['id'])!r} is not the name of its folder")
     kept = value.get("kept")
     return Comparison(
-        id=str(value["id"]),
+        id=folder.name,
         folder=folder,
         workspace=Path(value["workspace"]),
         prompt=str(value["prompt"]),

@@ -196,6 +196,17 @@ async def test_a_record_that_names_a_copy_outside_its_folder_is_damaged(workspac
     assert (victim / "keep-me").is_dir()
 
 
+@pytest.mark.parametrize("workspace", ["copy"], indirect=True)
+async def test_a_record_whose_id_is_not_its_folder_s_name_is_damaged(workspace: Path, tmp_path: Path) -> None:
+    run = await _compare(workspace, tmp_path / "compare")
+    moved = tmp_path / "compare" / "another-folder"
+    moved.mkdir()
+    (moved / "comparison.json").write_bytes((run.folder / "comparison.json").read_bytes())
+    with pytest.raises(ComparisonError, match="is not the name of its folder"):
+        load_comparison(moved)
+    assert [comparison.id for comparison in list_comparisons(tmp_path / "compare")] == [run.id]
+
+
 async def test_a_huge_diff_is_saved_without_its_text(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()

@@ -36,7 +36,7 @@ from tiny_agent_core.cli.output import fail, one_line
 from tiny_agent_core.compare import RunReport
 from tiny_agent_core.comparisons import Comparison, discard_copies, keep_run, list_comparisons
 from tiny_agent_core.errors import TinyAgentError
-from tiny_agent_core.ledger.costs import cost_text
+from tiny_agent_core.ledger.costs import sum_cost_text
 from tiny_agent_core.timestamps import local_datetime
 
 
@@ -70,7 +70,8 @@ def _state(comparison: Comparison) -> str:
 
 def _run_text(number: int, report: RunReport) -> str:
     """One run's line of the listing."""
-    cost = "—" if report.cost is None and not report.requests else cost_text(report.cost, report.unknown_cost)
+    known = report.cost is not None or report.requests
+    cost = sum_cost_text(report.cost, report.unknown_cost, report.cost_sources) if known else "—"
     files = f"{len(report.changes)} file{'' if len(report.changes) == 1 else 's'} changed"
     return f"  {number}. {one_line(report.contender.label)} · {report.status} · {cost} · {files}"
 
@@ -116,12 +117,7 @@ def _find(args: argparse.Namespace) -> Comparison:
     parser: argparse.ArgumentParser = args.parser
     wanted = args.id.strip()
     found = [comparison for comparison in list_comparisons() if wanted and comparison.id.startswith(wanted)]
-    exact = [comparison for comparison in found if comparison.id == wanted]
-    if len(exact) > 1:  # a record is only a file: another folder's may claim the same id
-        folders = one_line(", ".join(str(comparison.folder) for comparison in exact))
-        parser.error(
-            f"{len(exact)} saved comparisons claim the id {wanted!r} ({folders}): delete the one you did not make"
-        )
+    exact = [comparison for comparison in found if comparison.id == wanted]  # ids are folder names: one at most
     if exact:
         return exact[0]
     if not found:
