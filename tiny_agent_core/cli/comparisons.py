@@ -18,10 +18,10 @@ do from a terminal what the window's compare view does (:mod:`tiny_agent_core.co
   "comparisonId", "copiesRemoved": true}``.
 
 ``ID`` is a comparison id as listed (or a prefix that names one comparison; it is only ever looked up among the
-listed ones, never used as a path, and an id that several records claim names none of them: a record is only a
-file). Exit 0 on success; 2 with one stderr line ``{"error": {"kind": "comparison", "message"}}`` when the
-comparisons cannot be read or changed; invalid arguments (an unknown or ambiguous id, a run number out of range, a
-run with no changes or no copy left) exit 2 with one line ``tiny-agent comparisons ACTION: error: …``.
+listed ones, never used as a path; a comparison's id is the name of its folder, so no two share one). Exit 0 on
+success; 2 with one stderr line ``{"error": {"kind": "comparison", "message"}}`` when the comparisons cannot be read
+or changed; invalid arguments (an unknown or ambiguous id, a run number out of range, a run with no changes or no
+copy left) exit 2 with one line ``tiny-agent comparisons ACTION: error: …``.
 """
 
 from __future__ import annotations
