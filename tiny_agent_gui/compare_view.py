@@ -186,6 +186,9 @@ class CompareView(QWidget):
     """The :class:`~pathlib.Path` of a run's session file to open."""
     add_model_requested = Signal()
     """The user wants to add a model (the window opens the picker and calls :meth:`add_model`)."""
+    model_added = Signal(object)
+    """A :class:`~tiny_agent_core.model_catalog.ModelEntry` joined the models to compare (the window reads its
+    provider's key ahead, off the GUI thread)."""
     running_changed = Signal(bool)
 
     def __init__(
@@ -441,6 +444,7 @@ class CompareView(QWidget):
         item.setToolTip(entry.rates.detail)
         self.models.addItem(item)
         self._update_controls()
+        self.model_added.emit(entry)
 
     def start(self) -> None:
         """Start the compare with the prompt, models and tools chosen."""

@@ -909,3 +909,32 @@ async def test_a_slow_open_says_what_is_going_on_and_a_quick_one_says_nothing(
     notice.done()
     qtbot.wait(150)
     assert bar.currentMessage() == ""  # done before the delay: nothing was shown
+
+
+async def test_a_model_added_to_a_compare_has_its_key_read_ahead_off_the_gui_thread(
+    tmp_path: Path, server: LoopbackServer, qtbot: QtBot
+) -> None:
+    settings = AppSettings()
+    settings.add_profile(replace(ProfileConfig.custom("local", server.base_url, name="Loopback"), model="test-model"))
+    settings.add_profile(replace(ProfileConfig.custom("second", server.base_url, name="Second"), model="model-b"))
+    settings.active_profile = "local"
+    keys = CountingKeyStore()
+    http = httpx.AsyncClient(trust_env=False)
+    ledger = connect(tmp_path / "index.sqlite3")
+    services = Services(ProviderClient(http), ledger, settings, keys, ToolSettings.in_memory(), ask_context=False)
+    made = MainWindow(services)
+    qtbot.addWidget(made)
+    try:
+        assert made.background.reading_key is not None
+        await made.background.reading_key  # the active profile's key, read at start
+        made.show_compare_action.trigger()
+        entry = made.catalog.entry_for("second", "model-b")
+        assert entry is not None
+        before = len(keys.threads)
+        made.compare_view.add_model(entry)
+        await _until(lambda: len(keys.threads) > before)
+        assert threading.main_thread() not in keys.threads  # starting the compare will find the key read
+    finally:
+        await made.controller.aclose()
+        ledger.close()
+        await http.aclose()
