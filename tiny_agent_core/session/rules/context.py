@@ -8,7 +8,8 @@ Every check returns the value it accepted, typed, and fails with ``INVALID_FACT`
 from __future__ import annotations
 
 import re
-from typing import Any, NoReturn
+from collections.abc import Mapping
+from typing import Any, NoReturn, TypeVar
 
 from tiny_agent_core.errors import SessionCorruption
 from tiny_agent_core.session.rules.journal import Journal
@@ -22,6 +23,8 @@ MAX_SAFE_INTEGER = 2**53 - 1
 _UUID7 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}").fullmatch
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}").fullmatch
 _ERROR_KEYS = frozenset({"code", "message"})
+
+_Found = TypeVar("_Found")
 
 Reservations = dict[str, str]
 """Ids a fact pre-allocates, with what each is for; committed together once the whole fact is valid."""
@@ -109,20 +112,32 @@ class FactContext(ValueChecks):
 
     def reserve(self, value: Any, reservations: Reservations, kind: str = "identity") -> str:
         """A new pre-allocated id: unused so far, and not already reserved by this fact."""
-        key = self.uuid(value)
+        if type(value) is not str or _UUID7(value) is None:  # (a new id: probing the state first would not help)
+            self.fail("INVALID_FACT")
         index = self.index
-        if key in index.ids or key in index.reserved or key in reservations:
+        if value in index.ids or value in index.reserved or value in reservations:
             self.fail("DUPLICATE_ID")
-        reservations[key] = kind
-        return key
+        reservations[value] = kind
+        return value
 
     def uuid(self, value: Any, code: str = "INVALID_FACT") -> str:
-        """A lowercase UUIDv7. An id the state already holds (a fact's or a reserved one) was checked when it came
-        in, so a reference to one costs a set probe instead of a pattern match."""
-        index = self.index
-        if type(value) is str and (value in index.reserved or value in index.ids or _UUID7(value) is not None):
+        """A lowercase UUIDv7. A reserved id was checked when it was reserved, so one (a step's id, a tool result's
+        entry id) costs a probe instead of a pattern match; a reference to a committed fact's id goes through
+        :meth:`known`, which probes the table it names."""
+        if type(value) is str and (value in self.index.reserved or _UUID7(value) is not None):
             return value
         self.fail(code)
+
+    def known(self, table: Mapping[str, _Found], value: Any) -> tuple[str, _Found | None]:
+        """The id ``value`` (a lowercase UUIDv7, else ``INVALID_FACT``) and what ``table`` holds for it, or ``None``.
+
+        ``table`` is one of the index's tables, keyed by ids checked when they came in, so it is probed first and
+        the pattern is checked only when the id is not there: a reference to a known id costs one probe.
+        """
+        found = table.get(value) if type(value) is str else None
+        if found is None:
+            self.uuid(value)
+        return value, found
 
     def commit_reservations(self, reservations: Reservations) -> None:
         """Record the fact's reserved ids in the state (call once the fact is known to be valid)."""

@@ -54,11 +54,11 @@ def _apply_assistant(context: FactContext, entry: dict[str, Any], message: dict[
     if context.fact_id in index.reserved:
         context.fail("DUPLICATE_ID")
     context.only_keys(entry, _ASSISTANT_ENTRY_KEYS)
-    step_id = context.uuid(entry.get("stepId"))
-    attempt_id = context.uuid(entry.get("attemptId"))
+    step_id = entry.get("stepId")
     stop_reason = context.choice(entry.get("stopReason"), _STOP_REASONS)
-    attempt = index.attempts.get(attempt_id)
+    attempt_id, attempt = context.known(index.attempts, entry.get("attemptId"))
     if attempt is None or attempt.step_id != step_id or attempt.closed or attempt.step_kind != "assistant":
+        context.uuid(step_id)  # (a stepId equal to the attempt's is well-formed; any other is checked here)
         context.fail("INVALID_REFERENCE")
     run = context.current_run()
     if run is None or run.operation_id != attempt.operation_id:
@@ -85,7 +85,7 @@ def _apply_assistant(context: FactContext, entry: dict[str, Any], message: dict[
         context.fact_seq,
         context.fact_id,
         context.timestamp,
-        step_id,
+        attempt.step_id,
         attempt_id,
         stop_reason,
         message,

@@ -33,8 +33,7 @@ def apply_run_started(context: FactContext, record: dict[str, Any]) -> RunStarte
         context.fail("INVALID_TRANSITION")
     reservations: Reservations = {}
     operation_id = context.reserve(record.get("operationId"), reservations)
-    input_entry_id = context.uuid(record.get("inputEntryId"))
-    source = context.index.entries.get(input_entry_id)
+    input_entry_id, source = context.known(context.index.entries, record.get("inputEntryId"))
     if source is None or source.message is None or source.message["role"] != "user":
         context.fail("INVALID_REFERENCE")
     operation = RunOperation(operation_id, input_entry_id)
@@ -115,8 +114,7 @@ def apply_operation_finished(context: FactContext, record: dict[str, Any]) -> Op
 def _check_run_completed(context: FactContext, record: dict[str, Any], run: RunOperation) -> None:
     """A run completes on its last step's settled assistant entry: a final answer, or a truncated tool call."""
     completion = context.choice(record.get("completion"), _COMPLETIONS)
-    final_id = context.uuid(record.get("finalEntryId"))
-    info = context.index.entries.get(final_id)
+    final_id, info = context.known(context.index.entries, record.get("finalEntryId"))
     if info is None or info.operation_id != run.operation_id or info.message is None:
         context.fail("INVALID_REFERENCE")
     if info.stop_reason != ("stop" if completion == "normal" else "length"):
@@ -150,8 +148,7 @@ def _check_compaction_completed(context: FactContext, record: dict[str, Any], fo
     """A compaction completes on its compaction entry, written by its last step."""
     if "completion" in record:
         context.fail("INVALID_FACT")
-    final_id = context.uuid(record.get("finalEntryId"))
-    info = context.index.entries.get(final_id)
+    final_id, info = context.known(context.index.entries, record.get("finalEntryId"))
     if (
         info is None
         or info.operation_id != found.operation_id

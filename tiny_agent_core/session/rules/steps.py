@@ -52,8 +52,8 @@ def apply_step_attempt(context: FactContext, record: dict[str, Any]) -> StepAtte
     if step_kind != ("assistant" if type(found) is RunOperation else "compaction"):
         context.fail("INVALID_TRANSITION")
     index = context.index
-    context_id = context.uuid(record.get("contextThroughEntryId"))
-    if context_id not in index.entries:
+    context_id, context_entry = context.known(index.entries, record.get("contextThroughEntryId"))
+    if context_entry is None:
         context.fail("INVALID_REFERENCE")
     if number == 1 and context_id != index.active_through:
         context.fail("INVALID_TRANSITION")
@@ -144,7 +144,7 @@ def apply_step_failed(context: FactContext, record: dict[str, Any]) -> StepFaile
     """A ``stepFailed`` record: an open attempt of the operation ended with a provider error."""
     context.only_keys(record, _STEP_FAILED_KEYS)
     found = context.open_operation(record.get("operationId"))
-    attempt = context.index.attempts.get(context.uuid(record.get("attemptId")))
+    _, attempt = context.known(context.index.attempts, record.get("attemptId"))
     code, message = context.check_error(record.get("error"))
     if (
         attempt is None

@@ -70,10 +70,9 @@ def _apply_pre_execution_result(
     if result_type != "synthetic" or type(result_type) is not str:
         context.fail("INVALID_FACT")
     reason = context.choice(result.get("reason"), _PRE_REASONS)
-    assistant_entry_id = context.uuid(entry.get("assistantEntryId"))
     tool_index = context.count(entry.get("toolIndex"))
     index = context.index
-    assistant = index.entries.get(assistant_entry_id)
+    assistant_entry_id, assistant = context.known(index.entries, entry.get("assistantEntryId"))
     run = context.current_run()
     if (
         assistant is None
@@ -125,8 +124,7 @@ def _apply_started_result(
             context.fail("INVALID_TRANSCRIPT")
     elif "reason" in result:
         context.fail("INVALID_FACT")
-    started_id = context.uuid(entry.get("toolStartedId"))
-    started = index.tools.get(started_id)
+    started_id, started = context.known(index.tools, entry.get("toolStartedId"))
     if (
         started is None
         or started.step_id != step_id
@@ -162,9 +160,8 @@ def apply_tool_started(context: FactContext, record: dict[str, Any]) -> ToolStar
     found = context.open_operation(record.get("operationId"))
     if type(found) is not RunOperation or context.state.operation is not found:
         context.fail("INVALID_TRANSITION")
-    assistant_entry_id = context.uuid(record.get("assistantEntryId"))
     index = context.index
-    assistant = index.entries.get(assistant_entry_id)
+    assistant_entry_id, assistant = context.known(index.entries, record.get("assistantEntryId"))
     if (
         assistant is None
         or assistant.message is None
@@ -199,7 +196,7 @@ def apply_tool_started(context: FactContext, record: dict[str, Any]) -> ToolStar
         context.fail("INVALID_TRANSITION")
     reservations: Reservations = {}
     result_entry_id = context.reserve(record.get("resultEntryId"), reservations, "toolResult")
-    step_id = context.uuid(record.get("stepId"))
+    step_id: str = record["stepId"]  # equal to the assistant entry's (checked above)
     tool = ToolCallState(
         found,
         context.fact_id,

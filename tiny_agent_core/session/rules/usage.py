@@ -19,19 +19,18 @@ def apply_usage(context: FactContext, fact: dict[str, Any]) -> UsageRecorded:
     """A usage fact of an operation's attempt or started tool; every total stays a safe integer."""
     context.only_keys(fact, _USAGE_FACT_KEYS)
     index = context.index
-    operation_id = context.uuid(fact.get("operationId"))
-    if operation_id not in index.operations:
+    operation_id, operation = context.known(index.operations, fact.get("operationId"))
+    if operation is None:
         context.fail("INVALID_REFERENCE")
     has_attempt = "attemptId" in fact
     if has_attempt == ("toolStartedId" in fact):
         context.fail("INVALID_FACT")
     attempt_id = tool_started_id = None
+    owner: Attempt | ToolCallState | None
     if has_attempt:
-        attempt_id = context.uuid(fact["attemptId"])
-        owner: Attempt | ToolCallState | None = index.attempts.get(attempt_id)
+        attempt_id, owner = context.known(index.attempts, fact["attemptId"])
     else:
-        tool_started_id = context.uuid(fact["toolStartedId"])
-        owner = index.tools.get(tool_started_id)
+        tool_started_id, owner = context.known(index.tools, fact["toolStartedId"])
     if owner is None or owner.operation_id != operation_id:
         context.fail("INVALID_REFERENCE")
     usage = context.object(fact.get("usage"))
