@@ -83,8 +83,9 @@ TransactionObserver = Callable[[list[SessionFact]], None]
 
 
 def _apply_record(context: FactContext, fact: dict[str, Any]) -> SessionFact:
-    context.only_keys(fact, _RECORD_FACT_KEYS)
-    record = context.object(fact.get("record"))
+    record = fact.get("record")
+    if not _RECORD_FACT_KEYS.issuperset(fact) or type(record) is not dict:
+        context.fail("INVALID_FACT")
     kind = record.get("type")
     rule = _RECORD_RULES.get(kind) if type(kind) is str else None
     if rule is None:

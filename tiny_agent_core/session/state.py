@@ -81,6 +81,7 @@ class Attempt:
         "step_id",
         "step_kind",
         "stop_reason",
+        "tool_names",
     )
 
     def __init__(
@@ -93,6 +94,7 @@ class Attempt:
         context_through_entry_id: str,
         configuration_snapshot: JsonObject,
         configuration_digest: str,
+        tool_names: frozenset[str],
     ) -> None:
         self.operation_id = operation_id
         self.step_id = step_id
@@ -103,6 +105,8 @@ class Attempt:
         self.context_through_entry_id = context_through_entry_id
         self.configuration_snapshot = configuration_snapshot
         self.configuration_digest = configuration_digest
+        self.tool_names = tool_names
+        """The names of the tools ``configuration_snapshot`` declares."""
         self.settled_entry_id: str | None = None
         self.stop_reason: str | None = None
         self.closed = False

@@ -10,7 +10,7 @@ from tiny_agent_core.session.rules.compaction import apply_compaction_entry
 from tiny_agent_core.session.rules.context import FactContext
 from tiny_agent_core.session.rules.messages import append_message, check_message
 from tiny_agent_core.session.rules.tool_calls import apply_tool_result
-from tiny_agent_core.session.state import EntryInfo
+from tiny_agent_core.session.state import EntryInfo, RunOperation
 
 __all__ = ["apply_entry"]
 
@@ -24,8 +24,9 @@ def apply_entry(
     context: FactContext, fact: dict[str, Any]
 ) -> UserEntry | AssistantEntry | ToolResultEntry | CompactionEntry:
     """Apply an entry fact; returns it typed. A message that breaks the role order sets ``context.violation``."""
-    context.only_keys(fact, _ENTRY_FACT_KEYS)
-    entry = context.object(fact.get("entry"))
+    entry = fact.get("entry")
+    if not _ENTRY_FACT_KEYS.issuperset(fact) or type(entry) is not dict:
+        context.fail("INVALID_FACT")
     kind = entry.get("type")
     if kind == "message" and type(kind) is str:
         message = check_message(context, entry.get("message"))
@@ -44,7 +45,8 @@ def _apply_user(context: FactContext, entry: dict[str, Any], message: dict[str, 
     index = context.index
     if context.fact_id in index.reserved:
         context.fail("DUPLICATE_ID")
-    context.only_keys(entry, _USER_ENTRY_KEYS)
+    if not _USER_ENTRY_KEYS.issuperset(entry):
+        context.fail("INVALID_FACT")
     append_message(context, message, EntryInfo(message, len(index.entry_ids), len(index.message_ids)))
     return UserEntry(context.fact_seq, context.fact_id, context.timestamp, message)
 
@@ -53,15 +55,15 @@ def _apply_assistant(context: FactContext, entry: dict[str, Any], message: dict[
     index, journal = context.index, context.journal
     if context.fact_id in index.reserved:
         context.fail("DUPLICATE_ID")
-    context.only_keys(entry, _ASSISTANT_ENTRY_KEYS)
-    step_id = entry.get("stepId")
-    stop_reason = context.choice(entry.get("stopReason"), _STOP_REASONS)
+    step_id, stop_reason = entry.get("stepId"), entry.get("stopReason")
+    if not _ASSISTANT_ENTRY_KEYS.issuperset(entry) or type(stop_reason) is not str or stop_reason not in _STOP_REASONS:
+        context.fail("INVALID_FACT")
     attempt_id, attempt = context.known(index.attempts, entry.get("attemptId"))
     if attempt is None or attempt.step_id != step_id or attempt.closed or attempt.step_kind != "assistant":
         context.uuid(step_id)  # (a stepId equal to the attempt's is well-formed; any other is checked here)
         context.fail("INVALID_REFERENCE")
-    run = context.current_run()
-    if run is None or run.operation_id != attempt.operation_id:
+    run = context.state.operation
+    if type(run) is not RunOperation or run.operation_id != attempt.operation_id:
         context.fail("INVALID_TRANSITION")
     has_calls = bool(message.get("tool_calls"))
     if (stop_reason == "toolUse" and not has_calls) or (stop_reason == "stop" and has_calls):

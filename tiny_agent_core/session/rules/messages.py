@@ -30,12 +30,18 @@ def check_message(context: FactContext, value: Any) -> dict[str, Any]:
         context.fail("INVALID_FACT")
     role = value.get("role")
     if role == "user":
-        context.only_keys(value, _USER_KEYS)
-        context.string(value.get("content"))
-    elif role == "tool":
-        if not _TOOL_KEYS.issuperset(value) or type(value.get("content")) is not str:
+        content = value.get("content")
+        if not _USER_KEYS.issuperset(value) or type(content) is not str or not content:
             context.fail("INVALID_FACT")
-        context.string(value.get("tool_call_id"))
+    elif role == "tool":
+        call_id = value.get("tool_call_id")
+        if (
+            not _TOOL_KEYS.issuperset(value)
+            or type(value.get("content")) is not str
+            or type(call_id) is not str
+            or not call_id
+        ):
+            context.fail("INVALID_FACT")
     elif role != "assistant" or type(role) is not str:
         context.fail("INVALID_FACT")
     else:
@@ -66,8 +72,9 @@ def _check_call(context: FactContext, call: Any) -> str:
     function = call.get("function")
     if type(function) is not dict or not _FUNCTION_KEYS.issuperset(function):
         context.fail("INVALID_FACT")
-    call_id = context.string(call.get("id"))
-    context.string(function.get("name"))
+    call_id, name = call.get("id"), function.get("name")
+    if not call_id or type(call_id) is not str or not name or type(name) is not str:
+        context.fail("INVALID_FACT")
     if type(function.get("arguments")) is not str:
         context.fail("INVALID_FACT")
     return call_id

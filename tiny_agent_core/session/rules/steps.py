@@ -58,7 +58,7 @@ def apply_step_attempt(context: FactContext, record: dict[str, Any]) -> StepAtte
     if number == 1 and context_id != index.active_through:
         context.fail("INVALID_TRANSITION")
     claimed = record.get("configurationDigest")
-    digest, snapshot = _snapshot_digest(context, record.get("configurationSnapshot"), claimed)
+    digest, snapshot, tool_names = _snapshot_digest(context, record.get("configurationSnapshot"), claimed)
     if claimed != digest:  # a malformed digest, or another snapshot's (the same code either way)
         context.fail("INVALID_FACT")
     prior = index.steps.get(step_id)
@@ -70,7 +70,9 @@ def apply_step_attempt(context: FactContext, record: dict[str, Any]) -> StepAtte
     else:
         first = _interrupted_first_attempt(context, prior, found, step_kind, context_id, digest)
         journal.assign(first, "closed", True)
-    attempt = Attempt(found.operation_id, step_id, attempt_id, number, step_kind, context_id, snapshot, digest)
+    attempt = Attempt(
+        found.operation_id, step_id, attempt_id, number, step_kind, context_id, snapshot, digest, tool_names
+    )
     context.commit_reservations(reservations)
     index.attempts[attempt_id] = attempt  # grow-only (SessionState.grow_only_parts)
     if prior is None:
@@ -171,8 +173,9 @@ def apply_step_failed(context: FactContext, record: dict[str, Any]) -> StepFaile
     )
 
 
-def _check_snapshot(context: FactContext, value: Any) -> dict[str, Any]:
-    """A ``configurationSnapshot``: model, digests, adapter and routing identities, uniquely named tools."""
+def _check_snapshot(context: FactContext, value: Any) -> tuple[dict[str, Any], frozenset[str]]:
+    """A ``configurationSnapshot``: model, digests, adapter and routing identities, uniquely named tools; returns
+    it and its tools' names."""
     snapshot = context.object(value)
     context.only_keys(snapshot, _SNAPSHOT_KEYS)
     context.string(snapshot.get("model"))
@@ -192,15 +195,16 @@ def _check_snapshot(context: FactContext, value: Any) -> dict[str, Any]:
         context.digest(tool.get("definitionDigest"))
     context.string(snapshot.get("adapterIdentity"))
     context.string(snapshot.get("routingIdentity"))
-    return snapshot
+    return snapshot, frozenset(names)
 
 
-_SNAPSHOT_CACHE: dict[str, tuple[str, dict[str, Any]]] = {}
+_SNAPSHOT_CACHE: dict[str, tuple[str, dict[str, Any], frozenset[str]]] = {}
 """Configuration snapshots already validated, by their canonical digest (a run repeats one snapshot per step)."""
 
 
-def _snapshot_digest(context: FactContext, snapshot: Any, claimed: Any) -> tuple[str, dict[str, Any]]:
-    """Validate a ``configurationSnapshot`` (``INVALID_FACT``); return its canonical digest and a shared copy.
+def _snapshot_digest(context: FactContext, snapshot: Any, claimed: Any) -> tuple[str, dict[str, Any], frozenset[str]]:
+    """Validate a ``configurationSnapshot`` (``INVALID_FACT``); return its canonical digest, a shared copy and its
+    tools' names.
 
     Memoized: when ``claimed`` (the record's ``configurationDigest``) is the digest of a snapshot validated before
     and ``snapshot`` equals that snapshot, it is the same JSON (a validated snapshot holds only strings, lists and
@@ -210,8 +214,8 @@ def _snapshot_digest(context: FactContext, snapshot: Any, claimed: Any) -> tuple
     cached = _SNAPSHOT_CACHE.get(claimed) if type(claimed) is str else None
     if cached is not None and cached[1] == snapshot:
         return cached
-    checked = _check_snapshot(context, snapshot)
-    result = (digest_text(fast_canonical_json(checked, checked=True)), checked)
+    checked, tool_names = _check_snapshot(context, snapshot)
+    result = (digest_text(fast_canonical_json(checked, checked=True)), checked, tool_names)
     if len(_SNAPSHOT_CACHE) >= 256:
         _SNAPSHOT_CACHE.clear()
     _SNAPSHOT_CACHE[result[0]] = result

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from tiny_agent_core.session.fact_types import ToolResultEntry, ToolStarted
-from tiny_agent_core.session.rules.context import FactContext, Reservations
+from tiny_agent_core.session.rules.context import MAX_SAFE_INTEGER, FactContext, Reservations
 from tiny_agent_core.session.rules.messages import append_message, tool_calls_of
 from tiny_agent_core.session.state import EntryInfo, RunOperation, ToolCallState
 
@@ -51,11 +51,17 @@ _TOOL_STARTED_KEYS = frozenset(
 def apply_tool_result(context: FactContext, entry: dict[str, Any], message: dict[str, Any]) -> ToolResultEntry:
     """Apply a tool message entry; returns it typed (one that breaks the role order sets ``context.violation``)."""
     pre_execution = "assistantEntryId" in entry or "toolIndex" in entry
-    context.only_keys(entry, _PRE_RESULT_KEYS if pre_execution else _STARTED_RESULT_KEYS)
-    result = context.object(entry.get("result"))
-    context.only_keys(result, _RESULT_KEYS)
+    result = entry.get("result")
+    if (
+        not (_PRE_RESULT_KEYS if pre_execution else _STARTED_RESULT_KEYS).issuperset(entry)
+        or type(result) is not dict
+        or not _RESULT_KEYS.issuperset(result)
+    ):
+        context.fail("INVALID_FACT")
     context.uuid(entry.get("stepId"))
-    context.string(entry.get("toolName"))
+    tool_name = entry.get("toolName")
+    if type(tool_name) is not str or not tool_name:
+        context.fail("INVALID_FACT")
     if pre_execution:
         return _apply_pre_execution_result(context, entry, message, result)
     return _apply_started_result(context, entry, message, result)
@@ -116,7 +122,9 @@ def _apply_started_result(
     index, journal, fact_id = context.index, context.journal, context.fact_id
     if index.reserved.get(fact_id) != "toolResult":
         context.fail("INVALID_REFERENCE")
-    result_type = context.choice(result.get("type"), _RESULT_TYPES)
+    result_type = result.get("type")
+    if type(result_type) is not str or result_type not in _RESULT_TYPES:
+        context.fail("INVALID_FACT")
     if result_type == "synthetic":
         if result.get("reason") != "interrupted":
             context.fail("INVALID_FACT")
@@ -156,7 +164,8 @@ def _apply_started_result(
 
 def apply_tool_started(context: FactContext, record: dict[str, Any]) -> ToolStarted:
     """A ``toolStarted`` record: a call of the run's settled step, of a declared tool, about to run."""
-    context.only_keys(record, _TOOL_STARTED_KEYS)
+    if not _TOOL_STARTED_KEYS.issuperset(record):
+        context.fail("INVALID_FACT")
     found = context.open_operation(record.get("operationId"))
     if type(found) is not RunOperation or context.state.operation is not found:
         context.fail("INVALID_TRANSITION")
@@ -169,11 +178,14 @@ def apply_tool_started(context: FactContext, record: dict[str, Any]) -> ToolStar
         or assistant.operation_id != found.operation_id
     ):
         context.fail("INVALID_REFERENCE")
-    tool_index = context.count(record.get("toolIndex"))
-    calls = tool_calls_of(assistant.message)
+    tool_index = record.get("toolIndex")
+    if type(tool_index) is not int or not 0 <= tool_index <= MAX_SAFE_INTEGER:  # the usual int needs no call
+        tool_index = context.count(tool_index)
+    calls = assistant.message["tool_calls"]  # (an entry that stopped for toolUse has calls)
     call = calls[tool_index] if tool_index < len(calls) else None
-    tool_call_id = context.string(record.get("toolCallId"))
-    tool_name = context.string(record.get("toolName"))
+    tool_call_id, tool_name = record.get("toolCallId"), record.get("toolName")
+    if type(tool_call_id) is not str or not tool_call_id or type(tool_name) is not str or not tool_name:
+        context.fail("INVALID_FACT")
     if (
         call is None
         or call["id"] != tool_call_id
@@ -184,15 +196,20 @@ def apply_tool_started(context: FactContext, record: dict[str, Any]) -> ToolStar
     pair = (assistant_entry_id, tool_index)
     if pair in index.tool_pairs:
         context.fail("INVALID_TRANSITION")
-    arguments = context.object(record.get("arguments"))
-    replay = context.choice(record.get("replay"), _REPLAY)
+    arguments, replay = record.get("arguments"), record.get("replay")
+    replay_key, environment_identity = record.get("replayKey"), record.get("environmentIdentity")
+    if (
+        type(arguments) is not dict
+        or type(replay) is not str
+        or replay not in _REPLAY
+        or type(replay_key) is not str
+        or not replay_key
+        or type(environment_identity) is not str
+        or not environment_identity
+    ):
+        context.fail("INVALID_FACT")
     attempt = index.attempt_of(assistant)
-    declared = attempt is not None and any(
-        tool["name"] == tool_name for tool in attempt.configuration_snapshot["tools"]
-    )
-    replay_key = context.string(record.get("replayKey"))
-    environment_identity = context.string(record.get("environmentIdentity"))
-    if not declared:
+    if attempt is None or tool_name not in attempt.tool_names:  # a tool its configuration declares
         context.fail("INVALID_TRANSITION")
     reservations: Reservations = {}
     result_entry_id = context.reserve(record.get("resultEntryId"), reservations, "toolResult")
