@@ -39,15 +39,18 @@ _SNAPSHOT_TOOL_KEYS = frozenset({"name", "definitionDigest"})
 
 def apply_step_attempt(context: FactContext, record: dict[str, Any]) -> StepAttempt:
     """A ``stepAttempt`` record: the first attempt of a new step, or the retry of an interrupted one."""
-    context.only_keys(record, _STEP_ATTEMPT_KEYS)
+    if not _STEP_ATTEMPT_KEYS.issuperset(record):
+        context.fail("INVALID_FACT")
     found = context.open_operation(record.get("operationId"))
-    number = context.count(record.get("attempt"), minimum=1)
+    number = record.get("attempt")
+    if number != 1 or type(number) is not int:  # the usual first attempt needs no call
+        number = context.count(number, minimum=1)
     reservations: Reservations = {}
     # Attempt 1 opens a new step (a new id); attempt 2 names the step it retries.
     step_id = context.reserve(record.get("stepId"), reservations) if number == 1 else context.uuid(record.get("stepId"))
     attempt_id = context.reserve(record.get("attemptId"), reservations)
-    step_kind = context.choice(record.get("stepKind"), _STEP_KINDS)
-    if number > 2:
+    step_kind = record.get("stepKind")
+    if type(step_kind) is not str or step_kind not in _STEP_KINDS or number > 2:
         context.fail("INVALID_FACT")
     if step_kind != ("assistant" if type(found) is RunOperation else "compaction"):
         context.fail("INVALID_TRANSITION")

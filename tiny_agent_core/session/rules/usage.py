@@ -11,13 +11,13 @@ from tiny_agent_core.session.state import Attempt, ToolCallState
 __all__ = ["apply_usage"]
 
 _USAGE_FACT_KEYS = frozenset({"kind", "seq", "id", "timestamp", "operationId", "attemptId", "toolStartedId", "usage"})
-_USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite")
-_USAGE_KEY_SET = frozenset(_USAGE_KEYS)
+_USAGE_KEY_SET = frozenset({"input", "output", "cacheRead", "cacheWrite"})
 
 
 def apply_usage(context: FactContext, fact: dict[str, Any]) -> UsageRecorded:
     """A usage fact of an operation's attempt or started tool; every total stays a safe integer."""
-    context.only_keys(fact, _USAGE_FACT_KEYS)
+    if not _USAGE_FACT_KEYS.issuperset(fact):
+        context.fail("INVALID_FACT")
     index = context.index
     operation_id, operation = context.known(index.operations, fact.get("operationId"))
     if operation is None:
@@ -33,11 +33,15 @@ def apply_usage(context: FactContext, fact: dict[str, Any]) -> UsageRecorded:
         tool_started_id, owner = context.known(index.tools, fact["toolStartedId"])
     if owner is None or owner.operation_id != operation_id:
         context.fail("INVALID_REFERENCE")
-    usage = context.object(fact.get("usage"))
-    context.only_keys(usage, _USAGE_KEY_SET)
-    amounts = [context.count(usage.get(key)) for key in _USAGE_KEYS]
+    usage = fact.get("usage")
+    if type(usage) is not dict or not _USAGE_KEY_SET.issuperset(usage):
+        context.fail("INVALID_FACT")
+    amounts: list[Any] = [usage.get("input"), usage.get("output"), usage.get("cacheRead"), usage.get("cacheWrite")]
+    for position, amount in enumerate(amounts):
+        if type(amount) is not int or amount < 0:  # the usual int needs no call (its bound: the totals' below)
+            amounts[position] = context.count(amount)
     totals = tuple(map(int.__add__, index.usage_totals, amounts))
-    if max(totals) > MAX_SAFE_INTEGER:
+    if max(totals) > MAX_SAFE_INTEGER:  # (every total and amount is ≥ 0, so no amount is above its total)
         context.fail("INVALID_FACT")
     context.journal.assign(index, "usage_totals", totals)
     return UsageRecorded(
