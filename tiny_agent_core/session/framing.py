@@ -148,19 +148,6 @@ def strip_bom(first_line: str) -> str:
     return first_line[1:] if first_line.startswith(_BOM) else first_line
 
 
-def _strict_json(source: str) -> Any:
-    """The strict decoder's value of ``source``. A line that is exactly one value (what writers write) goes to
-    the C scanner directly; anything else (surrounding whitespace, trailing garbage) to the whole decoder, whose
-    verdict it is."""
-    try:
-        value, end = _scan(source, 0)
-        if end == len(source):
-            return value
-    except StopIteration:
-        pass
-    return _decode(source)
-
-
 def next_escaped_surrogate(data: bytes, start: int, end: int) -> int:
     """Where the next ``\\uD800``–``\\uDFFF`` escape in ``data[start:end]`` begins (``end`` if none).
 
@@ -170,6 +157,14 @@ def next_escaped_surrogate(data: bytes, start: int, end: int) -> int:
     """
     found = _ESCAPED_SURROGATE_BYTES.search(data, start, end)
     return end if found is None else found.start()
+
+
+def _parse_long_numbers(source: str, line: int) -> Any:
+    """Parse a line with an integer too long for Python's digit limit, reading it like JavaScript does."""
+    try:
+        return _decode_long(source)
+    except (ValueError, RecursionError):
+        raise SessionCorruption("MALFORMED_JSON", line) from None
 
 
 def parse_line(source: str, line: int, *, may_hold_surrogate: bool = True) -> Any:
@@ -184,13 +179,15 @@ def parse_line(source: str, line: int, *, may_hold_surrogate: bool = True) -> An
         raise SessionCorruption("CRLF_NOT_ALLOWED", line)
     try:
         try:
-            value = _strict_json(source)
-        except ValueError as error:
-            if isinstance(error, _Malformed | json.JSONDecodeError):
-                raise
-            value = _decode_long(source)  # the integer digit limit: read like JavaScript does
-    except (ValueError, RecursionError):
+            value, end = _scan(source, 0)  # a line that is exactly one value (what writers write): the C scanner
+        except StopIteration:
+            end = -1
+        if end != len(source):  # anything else (whitespace around, trailing garbage): the whole decoder's verdict
+            value = _decode(source)
+    except (_Malformed, json.JSONDecodeError, RecursionError):
         raise SessionCorruption("MALFORMED_JSON", line) from None
+    except ValueError:  # Python's integer digit limit
+        value = _parse_long_numbers(source, line)
     if may_hold_surrogate and "\\u" in source and ESCAPED_SURROGATE.search(source) is not None and has_surrogate(value):
         raise SessionCorruption("MALFORMED_JSON", line)
     return value

@@ -141,8 +141,7 @@ class FactContext(ValueChecks):
 
     def commit_reservations(self, reservations: Reservations) -> None:
         """Record the fact's reserved ids in the state (call once the fact is known to be valid)."""
-        for key, kind in reservations.items():
-            self.journal.put(self.index.reserved, key, kind)
+        self.journal.put_all(self.index.reserved, reservations)
 
     def open_operation(self, value: Any) -> RunOperation | CompactionOperation:
         """The started, unfinished operation named by ``value``."""

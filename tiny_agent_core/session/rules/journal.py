@@ -51,6 +51,11 @@ class Journal:
         mapping[key] = value
         self._undo.append((_DELETE_KEY, mapping, key))
 
+    def put_all(self, mapping: dict[Any, Any], items: dict[Any, Any]) -> None:
+        """``mapping.update(items)`` for keys not in ``mapping``."""
+        for key, value in items.items():
+            self.put(mapping, key, value)
+
     def remove(self, mapping: dict[Any, Any], key: Any) -> None:
         """``del mapping[key]``."""
         self._undo.append((_RESTORE_ITEM, mapping, key, mapping[key]))
@@ -106,6 +111,10 @@ class _Unjournaled(Journal):
     def put(self, mapping: dict[Any, Any], key: Any, value: Any) -> None:
         """``mapping[key] = value``."""
         mapping[key] = value
+
+    def put_all(self, mapping: dict[Any, Any], items: dict[Any, Any]) -> None:
+        """``mapping.update(items)``."""
+        mapping.update(items)
 
     def remove(self, mapping: dict[Any, Any], key: Any) -> None:
         """``del mapping[key]``."""

@@ -10,6 +10,7 @@ A compaction digests the canonical JSON of every message (:func:`canonical_messa
 from __future__ import annotations
 
 from json.encoder import encode_basestring
+from operator import itemgetter
 from typing import Any
 
 from tiny_agent_core.session.rules.context import FactContext
@@ -22,6 +23,8 @@ _TOOL_KEYS = frozenset({"role", "content", "tool_call_id"})
 _ASSISTANT_KEYS = frozenset({"role", "content", "tool_calls"})
 _CALL_KEYS = frozenset({"id", "type", "function"})
 _FUNCTION_KEYS = frozenset({"name", "arguments"})
+_call_id = itemgetter("id")
+"""A tool call's id (``call["id"]`` without a comprehension's frame per message)."""
 
 
 def check_message(context: FactContext, value: Any) -> dict[str, Any]:
@@ -60,7 +63,9 @@ def _check_assistant(context: FactContext, value: dict[str, Any]) -> None:
     calls = value["tool_calls"]
     if type(calls) is not list or not calls:
         context.fail("INVALID_FACT")
-    ids = {_check_call(context, call) for call in calls}
+    ids = set()
+    for call in calls:  # (a loop, not a comprehension: no frame of its own)
+        ids.add(_check_call(context, call))
     if len(ids) != len(calls):
         context.fail("INVALID_TRANSCRIPT")
 
@@ -149,7 +154,7 @@ def append_message(context: FactContext, message: dict[str, Any], info: EntryInf
     if role == "assistant":
         if pending:
             context.violation = True
-        journal.assign(index, "pending_calls", {call["id"] for call in message.get("tool_calls") or ()})
+        journal.assign(index, "pending_calls", set(map(_call_id, message.get("tool_calls") or ())))
     elif role == "tool":
         call_id = message["tool_call_id"]
         if call_id in pending:
