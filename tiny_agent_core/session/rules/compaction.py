@@ -14,7 +14,7 @@ from typing import Any
 from tiny_agent_core.session.fact_types import CompactionEntry, CompactionStarted
 from tiny_agent_core.session.rules.context import FactContext, Reservations
 from tiny_agent_core.session.rules.messages import canonical_message, check_message, check_role_order
-from tiny_agent_core.session.state import IDLE, CompactionOperation, EntryInfo, SessionIndex
+from tiny_agent_core.session.state import IDLE, CompactionOperation, EntryInfo, SessionIndex, SessionState
 
 __all__ = ["apply_compaction_entry", "apply_compaction_started"]
 
@@ -79,14 +79,12 @@ def apply_compaction_started(context: FactContext, record: dict[str, Any]) -> Co
     )
 
 
-def _hash_sources(hasher: Any, index: SessionIndex, first: int, stop: int) -> None:
+def _hash_sources(hasher: Any, state: SessionState, first: int, stop: int) -> None:
     """Extend ``hasher`` with the source items of message entries ``first..stop-1``, comma-separated (with a leading
-    comma unless ``first`` is 0)."""
-    entries = index.entries
+    comma unless ``first`` is 0). The transcript holds the message entries' messages in the same order as
+    ``message_ids`` (both are appended together), so each message is read from it, not looked up by id."""
     separator = "," if first else ""
-    for entry_id in index.message_ids[first:stop]:
-        message = entries[entry_id].message
-        assert message is not None  # a message entry's
+    for entry_id, message in zip(state.index.message_ids[first:stop], state.transcript[first:stop], strict=True):
         hasher.update(f'{separator}{{"message":{canonical_message(message)},"sourceEntryId":"{entry_id}"}}'.encode())
         separator = ","
 
@@ -101,12 +99,12 @@ def _source_digest(context: FactContext, through: int) -> str:
     hasher, count = index.source_digest
     if through + 1 < count:
         hasher = hashlib.sha256(b"[")
-        _hash_sources(hasher, index, 0, through + 1)
+        _hash_sources(hasher, context.state, 0, through + 1)
         hasher.update(b"]")
         return "sha256:" + hasher.hexdigest()
     if count < through + 1:
         hasher = hasher.copy()
-        _hash_sources(hasher, index, count, through + 1)
+        _hash_sources(hasher, context.state, count, through + 1)
         context.journal.assign(index, "source_digest", (hasher, through + 1))
     final = hasher.copy()
     final.update(b"]")
