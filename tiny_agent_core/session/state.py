@@ -360,7 +360,7 @@ class SessionIndex:
     )
 
     def __init__(self) -> None:
-        self.usage_totals = (0, 0, 0, 0)
+        self.usage_totals: tuple[int, ...] = (0, 0, 0, 0)
         """Sums of ``input``, ``output``, ``cacheRead``, ``cacheWrite`` over every usage fact."""
         self.ids: dict[str, int] = {}
         """Ids of committed facts, each with its fact's ``seq``."""

@@ -141,7 +141,7 @@ def apply_compaction_entry(context: FactContext, entry: dict[str, Any]) -> Compa
     journal = context.journal
     summary_message = {"role": "user", "content": "[Compacted history]\n" + summary}
     journal.assign(context.state, "active_context", [summary_message, *retained])
-    journal.assign(index, "active_through", found.input_through_entry_id)
+    index.active_through = found.input_through_entry_id  # a running value (Journal restores it)
     journal.assign(attempt, "closed", True)
     journal.assign(attempt, "settled_entry_id", context.fact_id)
     journal.assign(attempt, "status", "settled")

@@ -6,13 +6,16 @@ A transaction changes a state in two ways:
   the transcript and the other logs it appends to, the index's tables it inserts new keys into, never changing or
   removing one) and advances ``next_seq``. Rules write these directly; a rollback cuts each part back to its
   length before the transaction (a list by slicing, a dict by ``popitem``, which removes its newest key);
-* it changes things *in place* (attributes, the reserved ids, the pending calls, a step's attempts, a run's tool
-  calls). Each such change goes through a method of the journal, which records how to undo it.
+* it moves the index's running values on (``active_through``, ``pending_calls``, ``usage_totals``: nearly every
+  fact changes one). Rules write these directly too; the journal keeps their values from before the transaction
+  (a copy of the small pending set) and a rollback puts them back, as it does ``next_seq``;
+* it changes other things *in place* (attributes, the reserved ids, a step's attempts, a run's tool calls). Each
+  such change goes through a method of the journal, which records how to undo it.
 
 A transaction applied to a live state (:func:`~tiny_agent_core.session.reducer.stage_transaction`) gets a
 :class:`Journal`, so a rejected transaction is rolled back exactly. Loading a whole file uses
 :data:`UNJOURNALED`, which makes the same in-place changes without recording them (any error abandons that
-state): a load of 110,000 facts then makes ~390,000 journal calls instead of ~930,000.
+state): a load of 110,000 facts then makes ~270,000 journal calls instead of ~930,000.
 """
 
 from __future__ import annotations
@@ -25,21 +28,23 @@ if TYPE_CHECKING:
 __all__ = ["UNJOURNALED", "Journal"]
 
 # Undo steps: (code, container, key[, old value]), replayed in reverse.
-_DELETE_KEY, _POP, _RESTORE_ATTRIBUTE, _RESTORE_ITEM, _ADD_BACK = range(5)
+_DELETE_KEY, _POP, _RESTORE_ATTRIBUTE, _RESTORE_ITEM = range(4)
 
 
 class Journal:
-    """The undo log of one transaction on ``state``: the lengths of its grow-only parts and its ``next_seq`` when
-    the transaction starts, and an undo step for each in-place change (each method makes one change and records
-    how to undo it)."""
+    """The undo log of one transaction on ``state``: the lengths of its grow-only parts, its ``next_seq`` and the
+    index's running values when the transaction starts, and an undo step for each in-place change (each method
+    makes one change and records how to undo it)."""
 
-    __slots__ = ("_lengths", "_next_seq", "_state", "_undo")
+    __slots__ = ("_lengths", "_next_seq", "_running", "_state", "_undo")
 
     def __init__(self, state: SessionState) -> None:
         self._undo: list[tuple[Any, ...]] = []
         self._state = state
         self._next_seq = state.next_seq
         self._lengths = [(part, len(part)) for part in state.grow_only_parts()]
+        index = state.index
+        self._running = (index.active_through, set(index.pending_calls), index.usage_totals)
 
     def assign(self, target: Any, name: str, value: Any) -> None:
         """``target.name = value``."""
@@ -61,11 +66,6 @@ class Journal:
         self._undo.append((_RESTORE_ITEM, mapping, key, mapping[key]))
         del mapping[key]
 
-    def discard(self, values: set[Any], item: Any) -> None:
-        """``values.remove(item)`` for an item in ``values``."""
-        values.remove(item)
-        self._undo.append((_ADD_BACK, values, item))
-
     def append(self, values: list[Any], item: Any) -> None:
         """``values.append(item)``."""
         values.append(item)
@@ -73,7 +73,8 @@ class Journal:
 
     def rollback(self) -> None:
         """Undo the transaction: every recorded change, newest first, then cut the grow-only parts back to their
-        lengths (as they were before it, since it only added to them) and restore ``next_seq``."""
+        lengths (as they were before it, since it only added to them) and restore ``next_seq`` and the running
+        values."""
         for step in reversed(self._undo):
             code, container = step[0], step[1]
             if code == _DELETE_KEY:
@@ -82,10 +83,8 @@ class Journal:
                 container.pop()
             elif code == _RESTORE_ATTRIBUTE:
                 setattr(container, step[2], step[3])
-            elif code == _RESTORE_ITEM:
+            else:  # _RESTORE_ITEM
                 container[step[2]] = step[3]
-            else:  # _ADD_BACK
-                container.add(step[2])
         self._undo.clear()
         for part, length in self._lengths:
             if isinstance(part, list):
@@ -94,6 +93,8 @@ class Journal:
                 while len(part) > length:
                     part.popitem()
         self._state.next_seq = self._next_seq
+        index = self._state.index
+        index.active_through, index.pending_calls, index.usage_totals = self._running
 
 
 class _Unjournaled(Journal):
@@ -119,10 +120,6 @@ class _Unjournaled(Journal):
     def remove(self, mapping: dict[Any, Any], key: Any) -> None:
         """``del mapping[key]``."""
         del mapping[key]
-
-    def discard(self, values: set[Any], item: Any) -> None:
-        """``values.remove(item)``."""
-        values.remove(item)
 
     def append(self, values: list[Any], item: Any) -> None:
         """``values.append(item)``."""

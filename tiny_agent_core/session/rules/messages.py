@@ -148,23 +148,23 @@ def append_message(context: FactContext, message: dict[str, Any], info: EntryInf
     A violation is reported once the whole transaction has been applied (``INVALID_TRANSCRIPT`` at its last
     seq), as the reference validates the transcript after each transaction.
     """
-    state, index, journal, fact_id = context.state, context.index, context.journal, context.fact_id
+    state, index, fact_id = context.state, context.index, context.fact_id
     pending = index.pending_calls
     role = message["role"]
     if role == "assistant":
         if pending:
             context.violation = True
-        journal.assign(index, "pending_calls", set(map(_call_id, message.get("tool_calls") or ())))
+        index.pending_calls = set(map(_call_id, message.get("tool_calls") or ()))
     elif role == "tool":
         call_id = message["tool_call_id"]
         if call_id in pending:
-            journal.discard(pending, call_id)
+            pending.remove(call_id)
         else:
             context.violation = True
     elif pending:
         context.violation = True
-    journal.assign(index, "active_through", fact_id)
-    # The grow-only parts (SessionState.grow_only_parts), which a rollback cuts back by itself:
+    index.active_through = fact_id
+    # A rollback restores the running values above and cuts back these grow-only parts (grow_only_parts) itself:
     state.transcript.append(message)
     state.active_context.append(message)
     index.entries[fact_id] = info

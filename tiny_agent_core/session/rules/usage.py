@@ -43,7 +43,7 @@ def apply_usage(context: FactContext, fact: dict[str, Any]) -> UsageRecorded:
     totals = tuple(map(int.__add__, index.usage_totals, amounts))
     if max(totals) > MAX_SAFE_INTEGER:  # (every total and amount is ≥ 0, so no amount is above its total)
         context.fail("INVALID_FACT")
-    context.journal.assign(index, "usage_totals", totals)
+    index.usage_totals = totals  # a running value (Journal restores it)
     return UsageRecorded(
         context.fact_seq, context.fact_id, context.timestamp, operation_id, attempt_id, tool_started_id, *amounts
     )
