@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from tests.core.session.builders import Call, SessionScript, current_configurati
 from tiny_agent_core.errors import SessionCorruption
 from tiny_agent_core.session import apply_transaction, plan_recovery, reduce_session, state_to_json
 from tiny_agent_core.session.canonical_json import canonical_json, fast_canonical_json
+from tiny_agent_core.session.rules.context import is_uuid7
 from tiny_agent_core.session.rules.messages import canonical_message
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -234,3 +236,18 @@ def test_canonical_message_equals_rfc8785(message: dict[str, Any]) -> None:
     """The compaction digest's message encoder writes what the generic canonical JSON does, for every accepted
     message shape (escapes, control characters and non-ASCII included)."""
     assert canonical_message(message) == rfc8785.dumps(message).decode("utf-8")
+
+
+_UUID7_PATTERN = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+uuid_like = st.builds(
+    "".join,
+    st.lists(st.sampled_from("0123456789abcdefABCDEF-7g \u00e9\u0660\ud800"), min_size=34, max_size=38),
+)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.one_of(uuid_like, st.uuids().map(str), st.text(max_size=40), st.from_regex(_UUID7_PATTERN, fullmatch=True)))
+def test_is_uuid7_agrees_with_the_pattern(value: str) -> None:
+    """The regex-free UUIDv7 check accepts exactly what the pattern's fullmatch accepts (near misses included:
+    uppercase, other versions and variants, non-ASCII digits and letters, lone surrogates, wrong lengths)."""
+    assert is_uuid7(value) == (_UUID7_PATTERN.fullmatch(value) is not None)

@@ -15,16 +15,34 @@ from tiny_agent_core.errors import SessionCorruption
 from tiny_agent_core.session.rules.journal import Journal
 from tiny_agent_core.session.state import CompactionOperation, RunOperation, SessionIndex, SessionState
 
-__all__ = ["MAX_SAFE_INTEGER", "FactContext", "Reservations", "ValueChecks"]
+__all__ = ["MAX_SAFE_INTEGER", "FactContext", "Reservations", "ValueChecks", "is_uuid7"]
 
 MAX_SAFE_INTEGER = 2**53 - 1
 """JavaScript's ``Number.MAX_SAFE_INTEGER``: the largest count, timestamp or token total a fact may carry."""
 
-_UUID7 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}").fullmatch
+_HEX_TO_ZERO = bytes.maketrans(b"123456789abcdef", b"000000000000000")
+_UUID_SHAPE = b"00000000-0000-0000-0000-000000000000"
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}").fullmatch
 _ERROR_KEYS = frozenset({"code", "message"})
 
 _Found = TypeVar("_Found")
+
+
+def is_uuid7(value: str) -> bool:
+    """Whether ``value`` is a lowercase UUIDv7: ``[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}``.
+
+    Without a regex: one C pass maps every lowercase hex digit of the ASCII bytes to ``0`` (any other byte stays
+    itself, so it cannot match), and the result must be the UUID's shape; then the version and variant digits.
+    A load checks every new id (~150,000 for 110,000 facts), and this is ~2× faster than the pattern's
+    ``fullmatch``; the two are tested equal.
+    """
+    return (
+        value.isascii()
+        and value.encode().translate(_HEX_TO_ZERO) == _UUID_SHAPE
+        and value[14] == "7"
+        and value[19] in "89ab"
+    )
+
 
 Reservations = dict[str, str]
 """Ids a fact pre-allocates, with what each is for; committed together once the whole fact is valid."""
@@ -73,7 +91,7 @@ class ValueChecks:
 
     def uuid(self, value: Any, code: str = "INVALID_FACT") -> str:
         """A lowercase UUIDv7."""
-        if type(value) is not str or _UUID7(value) is None:
+        if type(value) is not str or not is_uuid7(value):
             self.fail(code)
         return value
 
@@ -112,7 +130,7 @@ class FactContext(ValueChecks):
 
     def reserve(self, value: Any, reservations: Reservations, kind: str = "identity") -> str:
         """A new pre-allocated id: unused so far, and not already reserved by this fact."""
-        if type(value) is not str or _UUID7(value) is None:  # (a new id: probing the state first would not help)
+        if type(value) is not str or not is_uuid7(value):  # (a new id: probing the state first would not help)
             self.fail("INVALID_FACT")
         index = self.index
         if value in index.ids or value in index.reserved or value in reservations:
@@ -124,7 +142,7 @@ class FactContext(ValueChecks):
         """A lowercase UUIDv7. A reserved id was checked when it was reserved, so one (a step's id, a tool result's
         entry id) costs a probe instead of a pattern match; a reference to a committed fact's id goes through
         :meth:`known`, which probes the table it names."""
-        if type(value) is str and (value in self.index.reserved or _UUID7(value) is not None):
+        if type(value) is str and (value in self.index.reserved or is_uuid7(value)):
             return value
         self.fail(code)
 
