@@ -28,7 +28,7 @@ def apply_entry(
     if not _ENTRY_FACT_KEYS.issuperset(fact) or type(entry) is not dict:
         context.fail("INVALID_FACT")
     kind = entry.get("type")
-    if kind == "message" and type(kind) is str:
+    if kind == "message":
         message = check_message(context, entry.get("message"))
         role = message["role"]
         if role == "user":
@@ -36,7 +36,7 @@ def apply_entry(
         if role == "assistant":
             return _apply_assistant(context, entry, message)
         return apply_tool_result(context, entry, message)
-    if kind != "compaction" or type(kind) is not str:
+    if kind != "compaction":
         context.fail("INVALID_FACT")
     return apply_compaction_entry(context, entry)
 

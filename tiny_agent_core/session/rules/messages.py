@@ -45,7 +45,7 @@ def check_message(context: FactContext, value: Any) -> dict[str, Any]:
             or not call_id
         ):
             context.fail("INVALID_FACT")
-    elif role != "assistant" or type(role) is not str:
+    elif role != "assistant":
         context.fail("INVALID_FACT")
     else:
         _check_assistant(context, value)

@@ -73,7 +73,7 @@ def _apply_pre_execution_result(
     """A synthetic result for a call that never started (unknown tool, invalid or truncated arguments, abort)."""
     step_id, tool_name = entry["stepId"], entry["toolName"]  # checked by apply_tool_result
     result_type = result.get("type")
-    if result_type != "synthetic" or type(result_type) is not str:
+    if result_type != "synthetic":
         context.fail("INVALID_FACT")
     reason = context.choice(result.get("reason"), _PRE_REASONS)
     tool_index = context.count(entry.get("toolIndex"))
