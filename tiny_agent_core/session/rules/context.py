@@ -3,6 +3,11 @@
 A :class:`FactContext` carries the state, its index, the journal and where the fact is (line, seq, id), so a
 rule takes ``(context, value)`` and a failed check raises :class:`SessionCorruption` with the right position.
 Every check returns the value it accepted, typed, and fails with ``INVALID_FACT`` unless told otherwise.
+
+The rules of the most frequent facts (messages, tool calls and results, steps, usage) write the simplest checks
+inline instead (``if type(value) is not str or not value: context.fail("INVALID_FACT")``): a load makes one such
+check per field of every fact, and a Python call costs as much as the check itself. A reference to an id goes
+through :meth:`FactContext.known`, which probes the table it names before checking the id's pattern.
 """
 
 from __future__ import annotations
