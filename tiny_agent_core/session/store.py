@@ -172,6 +172,19 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
+def _require_inside(sessions: Path, workspace: str) -> Path:
+    """The real path of a workspace's sessions folder; :class:`SessionError` when links lead it out of the
+    workspace (the folder is part of the repository: a link planted there would make every new session a file
+    written somewhere else, ``~/.config/autostart`` say)."""
+    real = Path(os.path.realpath(sessions))
+    if not real.is_relative_to(workspace):
+        raise SessionError(
+            f"The sessions folder {sessions} leads to {real}, outside the workspace {workspace}, through a link: "
+            "tiny-agent does not write sessions outside the workspace. Remove the link, or make it a folder."
+        )
+    return real
+
+
 def _create_complete(directory: Path, path: Path, header_line: bytes, session_id: str) -> int:
     """Create ``path`` holding ``header_line``, atomically; returns its fd, open for appending and locked.
 
@@ -312,8 +325,9 @@ class SessionStore:
             raise ValueError(f"invalid session header ({error.code}): {header}") from error
         requested = sessions_directory(workspace)
         try:
+            _require_inside(requested, workspace_path)
             requested.mkdir(parents=True, exist_ok=True, mode=0o700)
-            directory = Path(os.path.realpath(requested))
+            directory = _require_inside(requested, workspace_path)
             path = directory / session_file_name(created, identifier)
             fd = _create_complete(directory, path, line, identifier)
         except OSError as error:

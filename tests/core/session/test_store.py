@@ -91,6 +91,29 @@ def test_create_rejects_a_bad_header_without_creating_a_file(tmp_path: Path) -> 
     assert not (tmp_path / ".tiny-agent").exists()
 
 
+def test_create_refuses_a_sessions_folder_that_a_link_leads_out_of_the_workspace(tmp_path: Path) -> None:
+    workspace = tmp_path / "repo"
+    workspace.mkdir()
+    elsewhere = tmp_path / "autostart"
+    elsewhere.mkdir()
+    (workspace / ".tiny-agent").mkdir()
+    (workspace / ".tiny-agent" / "sessions").symlink_to(elsewhere, target_is_directory=True)  # in the repository
+    with pytest.raises(SessionError, match="outside the workspace"):
+        SessionStore.create(workspace, model="m")
+    assert list(elsewhere.iterdir()) == []
+    (workspace / ".tiny-agent" / "sessions").unlink()
+    (workspace / ".tiny-agent").rmdir()
+    (workspace / ".tiny-agent").symlink_to(elsewhere, target_is_directory=True)  # a link further up, and missing parts
+    with pytest.raises(SessionError, match="outside the workspace"):
+        SessionStore.create(workspace, model="m")
+    assert list(elsewhere.iterdir()) == []  # nothing was made there, not even the folder
+    (workspace / ".tiny-agent").unlink()
+    (workspace / "kept").mkdir()
+    (workspace / ".tiny-agent").symlink_to("kept", target_is_directory=True)  # a link that stays inside is fine
+    with SessionStore.create(workspace, model="m") as store:
+        assert store.path.parent == (workspace / "kept" / "sessions").resolve()
+
+
 def test_environment_identity_prefers_a_nonempty_override(tmp_path: Path) -> None:
     assert environment_identity(tmp_path, {}) == os.path.realpath(tmp_path)
     assert environment_identity(tmp_path, {"TINY_AGENT_ENVIRONMENT_IDENTITY": "  "}) == os.path.realpath(tmp_path)
