@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 import rfc8785
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.core.session.builders import Call, SessionScript, current_configuration
@@ -245,8 +245,21 @@ uuid_like = st.builds(
 )
 
 
-@settings(max_examples=2000, deadline=None)
+_UUID7 = "01a23308-9c7e-7bcf-bf2a-edba51c0c5fb"
+
+
+@settings(max_examples=500, deadline=None)
 @given(st.one_of(uuid_like, st.uuids().map(str), st.text(max_size=40), st.from_regex(_UUID7_PATTERN, fullmatch=True)))
+@example(_UUID7)
+@example(_UUID7.upper())
+@example(_UUID7.replace("-7bcf-", "-4bcf-"))  # another version
+@example(_UUID7.replace("-bf2a-", "-cf2a-"))  # another variant
+@example(_UUID7[:-1])
+@example(_UUID7 + "0")
+@example(_UUID7.replace("-", "", 1) + "0")  # the right length, a dash missing
+@example(_UUID7[:-1] + "\u0660")  # a non-ASCII digit
+@example(_UUID7[:-1] + "\ud800")  # a lone surrogate
+@example(_UUID7[:-1] + "g")
 def test_is_uuid7_agrees_with_the_pattern(value: str) -> None:
     """The regex-free UUIDv7 check accepts exactly what the pattern's fullmatch accepts (near misses included:
     uppercase, other versions and variants, non-ASCII digits and letters, lone surrogates, wrong lengths)."""
