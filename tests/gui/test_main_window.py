@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 import threading
@@ -85,6 +86,24 @@ async def _until(predicate: object, seconds: float = 10.0) -> None:
 def _items(window: MainWindow) -> list[object]:
     assert window.timeline is not None
     return list(window.timeline.items)
+
+
+@contextlib.asynccontextmanager
+async def _window_with(
+    tmp_path: Path, qtbot: QtBot, settings: AppSettings, keys: KeyStore
+) -> AsyncIterator[MainWindow]:
+    """A window over ``settings`` and the key store ``keys`` (e.g. one that records the threads it is read on)."""
+    http = httpx.AsyncClient(trust_env=False)
+    ledger = connect(tmp_path / "index.sqlite3")
+    services = Services(ProviderClient(http), ledger, settings, keys, ToolSettings.in_memory(), ask_context=False)
+    made = MainWindow(services)
+    qtbot.addWidget(made)
+    try:
+        yield made
+    finally:
+        await made.controller.aclose()
+        ledger.close()
+        await http.aclose()
 
 
 async def test_a_whole_run_with_an_approved_tool(window: MainWindow, server: LoopbackServer) -> None:
@@ -763,21 +782,12 @@ async def test_the_active_profile_s_key_is_read_ahead_off_the_gui_thread(
     settings.add_profile(replace(ProfileConfig.custom("local", server.base_url, name="Loopback"), model="test-model"))
     settings.active_profile = "local"
     keys = CountingKeyStore()
-    http = httpx.AsyncClient(trust_env=False)
-    ledger = connect(tmp_path / "index.sqlite3")
-    services = Services(ProviderClient(http), ledger, settings, keys, ToolSettings.in_memory(), ask_context=False)
-    made = MainWindow(services)
-    qtbot.addWidget(made)
-    try:
+    async with _window_with(tmp_path, qtbot, settings, keys) as made:
         assert made.background.reading_key is not None
         await made.background.reading_key
         assert made.connection() is not None  # what a run start asks for
         assert keys.threads
         assert threading.main_thread() not in keys.threads  # the keyring was never read on the GUI thread
-    finally:
-        await made.controller.aclose()
-        ledger.close()
-        await http.aclose()
 
 
 async def test_a_workspace_is_indexed_in_a_worker_thread_and_then_listed(
@@ -856,22 +866,13 @@ async def test_the_os_keyring_is_looked_for_off_the_gui_thread(tmp_path: Path, q
             return KeyringStatus(False, "fail Keyring", "No system keyring is available.")
 
     keys = StatusCountingKeyStore()
-    http = httpx.AsyncClient(trust_env=False)
-    ledger = connect(tmp_path / "index.sqlite3")
-    services = Services(ProviderClient(http), ledger, AppSettings(), keys, ToolSettings.in_memory(), ask_context=False)
-    made = MainWindow(services)
-    qtbot.addWidget(made)
-    try:
+    async with _window_with(tmp_path, qtbot, AppSettings(), keys) as made:
         assert made.pages.currentWidget() is made.welcome
         assert made.background.finding_keyring is not None
         await made.background.finding_keyring
         assert keys.threads
         assert threading.main_thread() not in keys.threads  # finding the backend can wait on D-Bus
         assert "No system keyring is available." in made.welcome.privacy.text()
-    finally:
-        await made.controller.aclose()
-        ledger.close()
-        await http.aclose()
 
 
 async def test_a_slow_open_says_what_is_going_on_and_a_quick_one_says_nothing(
@@ -919,12 +920,7 @@ async def test_a_model_added_to_a_compare_has_its_key_read_ahead_off_the_gui_thr
     settings.add_profile(replace(ProfileConfig.custom("second", server.base_url, name="Second"), model="model-b"))
     settings.active_profile = "local"
     keys = CountingKeyStore()
-    http = httpx.AsyncClient(trust_env=False)
-    ledger = connect(tmp_path / "index.sqlite3")
-    services = Services(ProviderClient(http), ledger, settings, keys, ToolSettings.in_memory(), ask_context=False)
-    made = MainWindow(services)
-    qtbot.addWidget(made)
-    try:
+    async with _window_with(tmp_path, qtbot, settings, keys) as made:
         assert made.background.reading_key is not None
         await made.background.reading_key  # the active profile's key, read at start
         made.show_compare_action.trigger()
@@ -934,7 +930,3 @@ async def test_a_model_added_to_a_compare_has_its_key_read_ahead_off_the_gui_thr
         made.compare_view.add_model(entry)
         await _until(lambda: len(keys.threads) > before)
         assert threading.main_thread() not in keys.threads  # starting the compare will find the key read
-    finally:
-        await made.controller.aclose()
-        ledger.close()
-        await http.aclose()
