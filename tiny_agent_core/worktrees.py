@@ -247,7 +247,9 @@ def _git(cwd: Path, *args: str, check: bool = True) -> str:
     }
     try:
         done = subprocess.run(
-            ["git", "-c", "core.hooksPath=/dev/null", "-C", str(cwd), *args],
+            # A workspace's own git configuration may name programs git runs on its own: hooks, and the file-system
+            # monitor that status-like commands (stash create, ls-files) call. Neither runs for the app's commands.
+            ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-C", str(cwd), *args],
             capture_output=True,
             env=env,
             timeout=_GIT_TIMEOUT,

@@ -172,3 +172,25 @@ def test_keeping_never_reads_through_a_link_or_a_fifo_left_in_the_copy(plain: Pa
         keep_changes(copy, changes)
     assert not (plain / "pipe.txt").exists()
     assert not (plain / "keys").exists()
+
+
+def test_a_workspace_s_git_configuration_runs_no_program_while_it_is_copied(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    (repo / "a.txt").write_text("v1\n")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "first")
+    marker = tmp_path / "ran"
+    monitor = tmp_path / "monitor.sh"
+    monitor.write_text(f"#!/bin/sh\ntouch {marker}\necho\n")
+    monitor.chmod(0o755)
+    _git(repo, "config", "core.fsmonitor", str(monitor))  # e.g. a repository unpacked with its .git folder
+    (repo / ".git" / "hooks" / "post-checkout").write_text(f"#!/bin/sh\ntouch {marker}\n")
+    (repo / ".git" / "hooks" / "post-checkout").chmod(0o755)
+    (repo / "a.txt").write_text("v2 uncommitted\n")
+    copy = make_copy(repo, tmp_path / "data" / "1")
+    assert (copy.path / "a.txt").read_text() == "v2 uncommitted\n"
+    workspace_changes(copy)
+    remove_copy(copy)
+    assert not marker.exists()
