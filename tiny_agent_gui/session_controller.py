@@ -38,6 +38,7 @@ from tiny_agent_core.tools.base import Tool
 from tiny_agent_core.tools.registry import ToolSet
 from tiny_agent_core.workbench import OpenedSession, Workbench, session_tools
 from tiny_agent_gui.bridge import AgentBridge
+from tiny_agent_gui.free_memory import release_free_memory
 from tiny_agent_gui.session_loading import (
     KeptSession,
     KeptSessions,
@@ -252,6 +253,7 @@ class SessionController(QObject):
         self._opening = None  # loaded: from here on (a recovery) only Esc stops this operation
         opened, timeline = loaded.session, loaded.timeline
         self._switch(opened, timeline)
+        self._track(asyncio.to_thread(release_free_memory))  # what the previous session and the load left freed
         if loaded.reused and self._workbench.database is not None:
             self._track(self._enrich(opened, timeline))
         agent = None
