@@ -11,7 +11,6 @@ RSS went from 254–260 MB to 233–239 MB (``benchmarks/gui_open_session.py``).
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
 import sys
 from collections.abc import Callable
@@ -24,12 +23,9 @@ def _malloc_trim() -> Callable[[int], int] | None:
     """glibc's ``malloc_trim``, or ``None`` where there is none."""
     if not sys.platform.startswith("linux"):
         return None
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return None
     try:
-        trim: Callable[[int], int] = ctypes.CDLL(name).malloc_trim
-    except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
+        trim: Callable[[int], int] = ctypes.CDLL("libc.so.6").malloc_trim  # glibc's name on every Linux it runs on
+    except (OSError, AttributeError):  # not glibc (musl has no libc.so.6 and no malloc_trim)
         return None
     return trim
 
