@@ -102,7 +102,7 @@ def env(tmp_path: Path) -> Env:
     return Env(tmp_path)
 
 
-def test_add_a_provider_with_key_model_and_workspace(
+async def test_add_a_provider_with_key_model_and_workspace(
     qtbot: QtBot, env: Env, memory_keyring: MemoryKeyring, tmp_path: Path
 ) -> None:
     dialog = env.dialog(qtbot)
@@ -131,7 +131,13 @@ def test_add_a_provider_with_key_model_and_workspace(
 
     again = env.dialog(qtbot)
     assert again.providers.key_edit.text() == ""  # a stored key is never shown back
+    assert again.providers.key_status.text() == "Looking in the system keyring…"  # asked in a worker thread
+    for _ in range(500):  # an asyncio wait: the answer comes back through the event loop
+        if again.providers.key_status.text() != "Looking in the system keyring…":
+            break
+        await asyncio.sleep(0.01)
     assert again.providers.key_status.text() == "A key is stored in the system keyring."
+    assert again.providers.key_edit.placeholderText() == "Type to replace the stored key"
     again.providers.forget_button.click()
     assert again.save()
     assert memory_keyring.secrets == {}

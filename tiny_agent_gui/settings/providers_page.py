@@ -539,20 +539,32 @@ class ProvidersPage(QWidget):
             have = f" {profile.key_env} is set: its key is used for this run." if resolved else ""
             self.key_status.setText(f"{self._key_store.environment_hint(profile)}{have}")  # why: see the top
             return
-        stored = False
+        self.key_edit.setPlaceholderText("Paste the key")
         if profile.id in self._keys:
-            text = "The key typed here will be saved in the system keyring."
+            self.key_status.setText("The key typed here will be saved in the system keyring.")
         elif profile.id in self._forget:
-            text = "The stored key will be deleted."
+            self.key_status.setText("The stored key will be deleted.")
         else:
-            try:
-                stored = self._key_store.has_key(profile.id)
-            except SecretStoreError as error:
-                self.key_status.setText(str(error))
-                return
-            text = "A key is stored in the system keyring." if stored else "No key stored."
-            if not stored and not needed:
-                text += " This provider usually needs none."
+            self.key_status.setText("Looking in the system keyring…")
+            self._spawn(self._show_stored(profile.id, needed))
+
+    async def _show_stored(self, profile_id: str, needed: bool) -> None:
+        """Say whether the keyring holds a key for ``profile_id``, asked in a worker thread (the keyring may take a
+        while, or ask the user to unlock it); nothing if another provider is shown by then or its key was changed."""
+        failure: str | None = None
+        try:
+            stored = await asyncio.to_thread(self._key_store.has_key, profile_id)
+        except SecretStoreError as error:
+            stored, failure = False, str(error)
+        current = self.current()
+        if current is None or current.id != profile_id or profile_id in self._keys or profile_id in self._forget:
+            return
+        if failure is not None:
+            self.key_status.setText(failure)
+            return
+        text = "A key is stored in the system keyring." if stored else "No key stored."
+        if not stored and not needed:
+            text += " This provider usually needs none."
         self.key_edit.setPlaceholderText("Type to replace the stored key" if stored else "Paste the key")
         self.key_status.setText(text)
 
