@@ -379,7 +379,7 @@ class ProvidersPage(QWidget):
         self.fetch_button.setEnabled(False)
         self.test_status.setText("Fetching models…")
         try:
-            models = await self._calls.fetch_models(profile.provider_profile(), self._key_for(profile))
+            models = await self._calls.fetch_models(profile.provider_profile(), await self._key_for(profile))
         except TinyAgentError as error:
             self.test_status.setText(f"Could not fetch models: {error}")
             return
@@ -417,7 +417,7 @@ class ProvidersPage(QWidget):
         self.test_status.setText("Testing…")
         try:
             message = await self._calls.test_connection(
-                profile.provider_profile(), self._key_for(profile), profile.model
+                profile.provider_profile(), await self._key_for(profile), profile.model
             )
         except TinyAgentError as error:
             self.test_status.setText(f"Failed: {error}")
@@ -426,11 +426,12 @@ class ProvidersPage(QWidget):
         finally:
             self.test_button.setEnabled(True)
 
-    def _key_for(self, profile: ProfileConfig) -> str | None:
+    async def _key_for(self, profile: ProfileConfig) -> str | None:
+        """The key typed for ``profile``, else its stored one (read in a worker thread)."""
         typed = self._keys.get(profile.id)
         if typed:
             return typed
-        return self._key_store.key_for(profile)
+        return await asyncio.to_thread(self._key_store.key_for, profile)
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
         try:
