@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Mapping
 
 import pytest
 from PySide6.QtWidgets import QApplication
+from pytestqt.qtbot import QtBot
 
 from tiny_agent_gui.event_loop import HookedQEventLoop
 from tiny_agent_gui.garbage import GuiThreadCollector
@@ -37,6 +38,23 @@ def _collect_garbage_on_the_gui_thread() -> Iterator[None]:
     collector = GuiThreadCollector(app)
     yield
     collector.stop()
+
+
+@pytest.fixture(autouse=True)
+def _no_nested_qt_wait_in_async_tests(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``qtbot.wait*`` spins a nested Qt event loop, which inside an async test can block it forever (it hung the
+    whole suite under ``-n 4``; tests/gui/waiting.py says why and what to use instead), so there it fails at once."""
+
+    def refuse(wait: Callable[..., object]) -> Callable[..., object]:
+        def checked(*args: object, **kwargs: object) -> object:
+            if asyncio._get_running_loop() is not None:
+                raise AssertionError("an async GUI test waits by awaiting (tests/gui/waiting.py), not with qtbot.wait*")
+            return wait(*args, **kwargs)
+
+        return checked
+
+    for name in ("wait", "waitUntil", "waitSignal", "waitSignals", "waitCallback", "waitExposed", "waitActive"):
+        monkeypatch.setattr(QtBot, name, refuse(getattr(QtBot, name)))
 
 
 @pytest.fixture(autouse=True)

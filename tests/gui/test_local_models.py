@@ -15,9 +15,10 @@ from pytestqt.qtbot import QtBot
 
 from tests.core.agent.conftest import text_reply
 from tests.gui.test_inspector import items_of
-from tests.gui.test_main_window import _until, server, window
+from tests.gui.test_main_window import server, window
 from tests.gui.test_settings_dialog import Env
 from tests.gui.test_transcript_support import Session
+from tests.gui.waiting import until
 from tests.loopback import LoopbackServer, Reply
 from tiny_agent_core.agent.events import StepFinished
 from tiny_agent_core.ledger import connect
@@ -69,7 +70,7 @@ async def test_a_server_that_cannot_stream_tool_turns_is_remembered_in_the_profi
         _json_answer({"content": "It says first line."}, "stop", 950),
     )
     window.composer.submitted.emit("read a.txt")
-    await _until(lambda: len(server.requests) == 3 and not window.controller.busy)
+    await until(lambda: len(server.requests) == 3 and not window.controller.busy)
     await window.controller.wait_idle()
 
     sent = [request.json() for request in server.requests]
@@ -97,7 +98,7 @@ async def test_a_server_that_cannot_stream_tool_turns_is_remembered_in_the_profi
 async def test_tools_the_server_left_out_are_shown_with_what_to_do(window: MainWindow, server: LoopbackServer) -> None:
     server.queue(text_reply("I cannot see any tools.", usage=(12, 5)))  # far fewer tokens than the tool definitions
     window.composer.submitted.emit("list the files")
-    await _until(lambda: len(server.requests) == 1 and not window.controller.busy)
+    await until(lambda: len(server.requests) == 1 and not window.controller.busy)
     await window.controller.wait_idle()
     assert window.banner.isVisible()
     text = window.banner_text.text()
@@ -116,13 +117,13 @@ async def test_the_context_label_shows_the_last_prompt_against_the_window(
     assert window.status_context.text() == "context – / 4k"
     server.queue(text_reply("short", usage=(3195, 2)), text_reply("long", usage=(3600, 2)))
     window.composer.submitted.emit("first")
-    await _until(lambda: len(server.requests) == 1 and not window.controller.busy)
+    await until(lambda: len(server.requests) == 1 and not window.controller.busy)
     await window.controller.wait_idle()
     assert window.status_context.text() == "context 3.2k / 4k (78%)"
     assert not window.status_context.warning
     assert server.requests[0].json().get("max_tokens") is not None  # the agent was given the window
     window.composer.submitted.emit("second")
-    await _until(lambda: len(server.requests) == 2 and not window.controller.busy)
+    await until(lambda: len(server.requests) == 2 and not window.controller.busy)
     await window.controller.wait_idle()
     assert window.status_context.text() == "context 3.6k / 4k (88%)"
     assert window.status_context.warning
@@ -133,7 +134,7 @@ async def test_the_context_label_shows_the_last_prompt_against_the_window(
 async def test_without_a_window_the_label_says_unknown(window: MainWindow, server: LoopbackServer) -> None:
     server.queue(text_reply("hi", usage=(30, 2)))
     window.composer.submitted.emit("hello")
-    await _until(lambda: len(server.requests) == 1 and not window.controller.busy)
+    await until(lambda: len(server.requests) == 1 and not window.controller.busy)
     await window.controller.wait_idle()
     assert window.status_context.text() == "context unknown"
     assert "Settings › Providers" in window.status_context.toolTip()
@@ -169,7 +170,7 @@ async def test_the_window_asks_the_server_once_and_passes_it_to_the_agent(
 ) -> None:
     await asking_window.context_windows.wait()
     asking_window.settings_saved()  # asks (again, if the first ask ran before the test's loop did)
-    await _until(lambda: len(server.requests) == 1)
+    await until(lambda: len(server.requests) == 1)
     await asking_window.context_windows.wait()
     assert server.requests[0].path == "/props"
     assert asking_window.status_context.text() == "context – / 8k"
@@ -178,7 +179,7 @@ async def test_the_window_asks_the_server_once_and_passes_it_to_the_agent(
     assert connection.profile.context_length == 8192
     server.queue(text_reply("ok", usage=(4096, 2)))
     asking_window.composer.submitted.emit("hello")  # opens a session: the window is cached, not asked again
-    await _until(lambda: len(server.requests) == 2 and not asking_window.controller.busy)
+    await until(lambda: len(server.requests) == 2 and not asking_window.controller.busy)
     await asking_window.controller.wait_idle()
     assert server.requests[1].path == "/v1/chat/completions"
     assert asking_window.status_context.text() == "context 4.1k / 8k (50%)"

@@ -7,7 +7,6 @@ import contextlib
 import json
 import socket
 import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -26,6 +25,7 @@ from tests.core.agent.conftest import text_reply, tool_reply
 from tests.core.session.builders import SessionScript
 from tests.core.test_model_catalog import session_left_open
 from tests.gui.test_key_cache import CountingKeyStore
+from tests.gui.waiting import until
 from tests.loopback import LoopbackServer, RecordedRequest, Reply, sse_events
 from tiny_agent_core import workbench
 from tiny_agent_core.compare import Contender, RunReport
@@ -76,13 +76,6 @@ async def window(tmp_path: Path, server: LoopbackServer, qtbot: QtBot) -> AsyncI
     await http.aclose()
 
 
-async def _until(predicate: object, seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.02)
-
-
 def _items(window: MainWindow) -> list[object]:
     assert window.timeline is not None
     return list(window.timeline.items)
@@ -117,13 +110,13 @@ async def test_a_whole_run_with_an_approved_tool(window: MainWindow, server: Loo
         found = [w for w in QApplication.topLevelWidgets() if isinstance(w, ApprovalDialog) and w.isVisible()]
         return found[0] if found else None
 
-    await _until(lambda: dialog() is not None)
+    await until(lambda: dialog() is not None)
     approval = dialog()
     assert approval is not None
     allow = next(b for b in approval.findChildren(QPushButton) if b.text().replace("&", "").startswith("Allow once"))
     allow.click()
     await window.controller.wait_idle()
-    await _until(lambda: not window.controller.busy)
+    await until(lambda: not window.controller.busy)
 
     items = _items(window)
     assert isinstance(items[0], UserItem)
@@ -146,11 +139,11 @@ async def test_a_whole_run_with_an_approved_tool(window: MainWindow, server: Loo
 async def test_a_provider_failure_is_shown_inline_and_retry_works(window: MainWindow, server: LoopbackServer) -> None:
     server.queue(Reply.error(500, {"error": {"message": "upstream exploded"}}), text_reply("second time lucky"))
     window.composer.submitted.emit("try this")
-    await _until(lambda: window.timeline is not None and not window.controller.busy and len(_items(window)) >= 2)
+    await until(lambda: window.timeline is not None and not window.controller.busy and len(_items(window)) >= 2)
     notice = _items(window)[-1]
     assert "upstream exploded" in getattr(notice, "text", "")
     window.transcript.retry_requested.emit(notice)
-    await _until(lambda: isinstance(_items(window)[-1], AssistantItem))
+    await until(lambda: isinstance(_items(window)[-1], AssistantItem))
     await window.controller.wait_idle()
     assert _items(window)[-1].text == "second time lucky"  # type: ignore[attr-defined]
 
@@ -159,10 +152,10 @@ async def test_escape_stops_a_stalled_stream(window: MainWindow, server: Loopbac
     chunk = {"choices": [{"index": 0, "delta": {"content": "slow "}, "finish_reason": None}]}
     server.queue(Reply.sse(sse_events([chunk]), stall_after=1, stall=30))
     window.composer.submitted.emit("go slowly")
-    await _until(lambda: window.controller.busy and len(server.requests) == 1)
-    await _until(lambda: window.transcript.transcript_model().streaming_text() == "slow ")  # stalled after it
+    await until(lambda: window.controller.busy and len(server.requests) == 1)
+    await until(lambda: window.transcript.transcript_model().streaming_text() == "slow ")  # stalled after it
     window.composer.cancel_requested.emit()
-    await _until(lambda: not window.controller.busy, seconds=5)
+    await until(lambda: not window.controller.busy, seconds=5)
     assert any(getattr(item, "kind", None) == "aborted" for item in _items(window))
     assert window.composer.isEnabled()
 
@@ -171,13 +164,13 @@ async def test_esc_anywhere_in_the_window_stops_a_run(window: MainWindow, server
     chunk = {"choices": [{"index": 0, "delta": {"content": "slow "}, "finish_reason": None}]}
     server.queue(Reply.sse(sse_events([chunk]), stall_after=1, stall=30))
     window.composer.submitted.emit("go slowly")
-    await _until(lambda: window.controller.busy and len(server.requests) == 1)
+    await until(lambda: window.controller.busy and len(server.requests) == 1)
     assert window.stop_action.isEnabled()
     window.activateWindow()
     window.transcript.setFocus()
-    await _until(window.isActiveWindow, seconds=2)
+    await until(window.isActiveWindow, seconds=2)
     qtbot.keyClick(window.transcript, Qt.Key.Key_Escape)
-    await _until(lambda: not window.controller.busy, seconds=5)
+    await until(lambda: not window.controller.busy, seconds=5)
     assert any(getattr(item, "kind", None) == "aborted" for item in _items(window))
     assert not window.stop_action.isEnabled()
 
@@ -203,7 +196,7 @@ async def test_closing_the_window_releases_the_session(window: MainWindow) -> No
         assert session is not None
         path = session.store.path
         window.close()
-        await _until(lambda: window.controller.session is None)
+        await until(lambda: window.controller.session is None)
         reopened = open_session(path)
         assert not reopened.read_only  # the writer lock was released
         reopened.store.close()
@@ -223,7 +216,7 @@ async def test_the_index_is_current_when_a_run_is_reported(window: MainWindow, s
     window.controller.finished.connect(on_finished)
     server.queue(text_reply("indexed"))
     window.composer.submitted.emit("a title worth indexing")
-    await _until(lambda: bool(titles))
+    await until(lambda: bool(titles))
     assert titles == ["a title worth indexing"]
 
 
@@ -233,11 +226,11 @@ async def test_the_step_limit_offers_continue(window: MainWindow, server: Loopba
     (workspace / "a.txt").write_text("alpha\n")
     server.queue(tool_reply(("r1", "read", '{"path": "a.txt"}')), text_reply("Going on."))
     window.composer.submitted.emit("loop")
-    await _until(lambda: window.timeline is not None and not window.controller.busy and len(_items(window)) >= 3)
+    await until(lambda: window.timeline is not None and not window.controller.busy and len(_items(window)) >= 3)
     notice = _items(window)[-1]
     assert getattr(notice, "retry_label", None) == "Continue"
     window.transcript.retry_requested.emit(notice)
-    await _until(lambda: isinstance(_items(window)[-1], AssistantItem))
+    await until(lambda: isinstance(_items(window)[-1], AssistantItem))
     await window.controller.wait_idle()
     sent = server.requests[-1].json()["messages"]
     assert sent[-1] == {"role": "user", "content": CONTINUE_PROMPT}
@@ -268,9 +261,9 @@ def _closed_url() -> str:
 
 async def _failed_run(window: MainWindow, prompt: str = "hello") -> None:
     window.composer.submitted.emit(prompt)
-    await _until(lambda: window.controller.busy)
+    await until(lambda: window.controller.busy)
     await window.controller.wait_idle()
-    await _until(lambda: not window.controller.busy)
+    await until(lambda: not window.controller.busy)
 
 
 async def test_a_401_offers_that_providers_settings(window: MainWindow, server: LoopbackServer) -> None:
@@ -295,8 +288,8 @@ async def test_a_429_counts_down_and_retries_once_by_itself(window: MainWindow, 
     assert "Retrying by itself in 1 s" in window.banner_text.text()
     assert [b.text() for b in (window.banner_action, window.banner_action_2)] == ["Retry now", "Cancel retry"]
     assert window.stop_action.isEnabled()  # Esc cancels the wait
-    await _until(lambda: len(server.requests) == 2, seconds=5)
-    await _until(lambda: isinstance(_items(window)[-1], AssistantItem))
+    await until(lambda: len(server.requests) == 2, seconds=5)
+    await until(lambda: isinstance(_items(window)[-1], AssistantItem))
     await window.controller.wait_idle()
     assert _items(window)[-1].text == "after the wait"  # type: ignore[attr-defined]
     assert server.requests[1].json()["messages"][-1] == {"role": "user", "content": "patience"}
@@ -356,8 +349,8 @@ async def test_a_settings_change_during_a_run_is_reported(window: MainWindow, se
     chunk = {"choices": [{"index": 0, "delta": {"content": "slow "}, "finish_reason": None}]}
     server.queue(Reply.sse(sse_events([chunk]), stall_after=1, stall=30))
     window.composer.submitted.emit("go slowly")
-    await _until(lambda: window.controller.busy and len(server.requests) == 1)
-    await _until(lambda: "streaming" in window.status_speed.text())
+    await until(lambda: window.controller.busy and len(server.requests) == 1)
+    await until(lambda: "streaming" in window.status_speed.text())
     settings = window.services.settings
     profile = settings.profile("local")
     assert profile is not None
@@ -365,7 +358,7 @@ async def test_a_settings_change_during_a_run_is_reported(window: MainWindow, se
     window.settings_saved()
     assert "finishes on the previous provider settings" in window.statusBar().currentMessage()
     window.stop()
-    await _until(lambda: not window.controller.busy, seconds=5)
+    await until(lambda: not window.controller.busy, seconds=5)
     assert "ran on the previous settings (Loopback · test-model)" in window.statusBar().currentMessage()
     assert window.status_speed.text() == ""
 
@@ -470,7 +463,7 @@ async def test_first_run_finds_a_local_server_and_uses_it(tmp_path: Path, server
     made.show()
     try:
         assert made.pages.currentWidget() is made.welcome
-        await _until(lambda: bool(made.welcome.rows))
+        await until(lambda: bool(made.welcome.rows))
         assert _unnamed(_focus_chain(made, made.welcome.setup_button)) == []
         row = made.welcome.rows[0]
         assert f"Ollama</b> found at :{server.port} — 2 models" in row.label.text()
@@ -485,7 +478,7 @@ async def test_first_run_finds_a_local_server_and_uses_it(tmp_path: Path, server
         assert "Using Ollama" in made.statusBar().currentMessage()
         assert made.composer.text() == TEST_PROMPT  # Enter sends the test prompt
         made.composer.submitted.emit("say hello")
-        await _until(lambda: len(server.requests) == 2)
+        await until(lambda: len(server.requests) == 2)
         await made.controller.wait_idle()
         assert server.requests[1].json()["model"] == "qwen3:8b"
     finally:
@@ -525,7 +518,7 @@ async def test_a_waterfall_row_selects_its_item_in_the_transcript(window: MainWi
     (workspace / "a.txt").write_text("alpha\n")
     server.queue(tool_reply(("r1", "read", '{"path": "a.txt"}')), text_reply("Read it."))
     window.composer.submitted.emit("read a")
-    await _until(lambda: window.timeline is not None and not window.controller.busy and len(_items(window)) >= 3)
+    await until(lambda: window.timeline is not None and not window.controller.busy and len(_items(window)) >= 3)
     await window.controller.wait_idle()
     row = next(i for i, item in enumerate(_items(window)) if isinstance(item, ToolItem))
     window.inspector.row_requested.emit(row)
@@ -560,7 +553,7 @@ def _chat_models(server: LoopbackServer) -> list[str]:
 async def _pick(window: MainWindow, text: str, qtbot: QtBot) -> None:
     picker = window.model_picker
     assert picker is not None
-    await _until(lambda: not window.catalog.loading)
+    await until(lambda: not window.catalog.loading)
     qtbot.keyClicks(picker.filter, text)
     assert picker.selected() is not None
     qtbot.keyClick(picker.filter, Qt.Key.Key_Return)
@@ -571,7 +564,7 @@ async def test_the_model_picker_sends_the_next_request_to_the_chosen_model(
 ) -> None:
     _route(server, text_reply("from test-model"), text_reply("from other-model"))
     window.composer.submitted.emit("first")
-    await _until(lambda: window.timeline is not None and not window.controller.busy and len(_items(window)) >= 2)
+    await until(lambda: window.timeline is not None and not window.controller.busy and len(_items(window)) >= 2)
     await window.controller.wait_idle()
     assert "Loopback · test-model" in window.composer.model_button.text()
 
@@ -586,7 +579,7 @@ async def test_the_model_picker_sends_the_next_request_to_the_chosen_model(
     assert "local — no API charge" in window.composer.model_button.text()
 
     window.composer.submitted.emit("second")
-    await _until(lambda: not window.controller.busy and isinstance(_items(window)[-1], AssistantItem))
+    await until(lambda: not window.controller.busy and isinstance(_items(window)[-1], AssistantItem))
     await window.controller.wait_idle()
     assert _chat_models(server) == ["test-model", "other-model"]
     session = window.controller.session
@@ -600,7 +593,7 @@ async def test_the_picker_lists_price_and_context_and_filters(window: MainWindow
     window.choose_model()
     picker = window.model_picker
     assert picker is not None
-    await _until(lambda: not window.catalog.loading)
+    await until(lambda: not window.catalog.loading)
     table = picker.table_model
     rows = {table.index(r, 0).data(): (table.index(r, 1).data(), table.index(r, 2).data()) for r in range(2)}
     assert rows["Loopback · test-model"][0] == "local — no API charge"
@@ -621,7 +614,7 @@ async def test_a_model_switch_the_planner_would_refuse_is_explained(window: Main
     window.controller.open(path)
     await window.controller.wait_idle()
     window.choose_model()
-    await _until(lambda: not window.catalog.loading)
+    await until(lambda: not window.catalog.loading)
     other = window.catalog.entry_for("local", "other-model")
     assert other is not None
     window.model_picker.reject()  # type: ignore[union-attr]
@@ -640,10 +633,10 @@ async def test_rerun_on_another_model_forks_the_session_before_the_prompt(
 ) -> None:
     _route(server, text_reply("one"), text_reply("two"), text_reply("again, on other-model"))
     window.composer.submitted.emit("first prompt")
-    await _until(lambda: window.timeline is not None and not window.controller.busy and len(_items(window)) >= 2)
+    await until(lambda: window.timeline is not None and not window.controller.busy and len(_items(window)) >= 2)
     await window.controller.wait_idle()
     window.composer.submitted.emit("second prompt")
-    await _until(lambda: not window.controller.busy and len(_items(window)) >= 4)
+    await until(lambda: not window.controller.busy and len(_items(window)) >= 4)
     await window.controller.wait_idle()
     origin = window.controller.session
     assert origin is not None
@@ -654,10 +647,10 @@ async def test_rerun_on_another_model_forks_the_session_before_the_prompt(
 
     window.transcript.rerun_requested.emit(second)
     await _pick(window, "other", qtbot)
-    await _until(
+    await until(
         lambda: window.controller.session is not None and window.controller.session.store.path != origin.store.path
     )
-    await _until(lambda: not window.controller.busy and isinstance(_items(window)[-1], AssistantItem))
+    await until(lambda: not window.controller.busy and isinstance(_items(window)[-1], AssistantItem))
     await window.controller.wait_idle()
 
     fork = window.controller.session
@@ -702,7 +695,7 @@ async def test_a_compare_run_of_two_models_shows_both_rows(
         assert view.running
         assert window.stop_action.isEnabled()
         await view.wait()
-        await _until(lambda: not view.running)
+        await until(lambda: not view.running)
 
     table = view.table_model
     assert table.rowCount() == 2
@@ -762,7 +755,7 @@ async def test_the_session_at_the_top_of_the_list_is_read_ahead_after_start(
     qtbot.addWidget(made)
     try:
         made.show()
-        await _until(lambda: session in made.controller._kept)
+        await until(lambda: session in made.controller._kept)
         opening = made.controller.open(session)
         assert opening is not None
         await opening
@@ -899,16 +892,16 @@ async def test_a_slow_open_says_what_is_going_on_and_a_quick_one_says_nothing(
     monkeypatch.setattr(session_controller, "load_session", slow)
     window.sessions.session_activated.emit(summary)
     bar = window.statusBar()
-    await _until(lambda: bar.currentMessage() != "")
+    await until(lambda: bar.currentMessage() != "")
     assert bar.currentMessage() == f"Opening “{summary.title}”: reading and checking its {summary.facts:,} facts…"
     release.set()
-    await _until(lambda: window.controller.session is not None)
+    await until(lambda: window.controller.session is not None)
     assert bar.currentMessage() == ""
 
     notice = DelayedMessage(bar, delay_ms=50)
     notice.announce("Opening something quick…")
     notice.done()
-    qtbot.wait(150)
+    await asyncio.sleep(0.15)
     assert bar.currentMessage() == ""  # done before the delay: nothing was shown
 
 
@@ -928,5 +921,5 @@ async def test_a_model_added_to_a_compare_has_its_key_read_ahead_off_the_gui_thr
         assert entry is not None
         before = len(keys.threads)
         made.compare_view.add_model(entry)
-        await _until(lambda: len(keys.threads) > before)
+        await until(lambda: len(keys.threads) > before)
         assert threading.main_thread() not in keys.threads  # starting the compare will find the key read

@@ -9,7 +9,6 @@ import os
 import re
 import shlex
 import sys
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +24,7 @@ from tests.core.agent.conftest import text_reply, tool_reply
 from tests.core.mcp.conftest import ROOT, stdio_server
 from tests.core.test_secrets import MemoryKeyring, use_keyring
 from tests.gui.test_settings_dialog import Calls
+from tests.gui.waiting import until
 from tests.loopback import LoopbackServer
 from tiny_agent_core.ledger import connect
 from tiny_agent_core.mcp.app_catalog import AppCatalog, app_catalog_path, load_app_catalog, save_app_catalog
@@ -48,14 +48,6 @@ from tiny_agent_gui.settings.mcp_page import McpPage, ServerDialog
 pytestmark = pytest.mark.timeout(120)
 
 TOKEN = "mcp-token-very-secret-77"
-
-
-async def until(condition: Callable[[], object], seconds: float = 20.0) -> None:
-    """Poll with ``asyncio.sleep`` (the qasync loop is what runs Qt here)."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.02)
 
 
 def children(marker: bytes = b"tests.core.mcp.server_app") -> list[int]:
@@ -357,7 +349,9 @@ async def test_a_server_that_cannot_start_gives_a_banner_and_the_run_goes_on(
     windows.append(window)
     server.queue(text_reply("Answered without MCP.", usage=(5000, 2)))  # a prompt big enough to hold the tools
     window.composer.submitted.emit("hello")
-    await until(lambda: not window.controller.busy and window.timeline is not None and len(window.timeline.items) > 1)
+    await until(
+        lambda: not window.controller.busy and window.timeline is not None and len(window.timeline.items) > 1, 20
+    )
     await window.controller.wait_idle()
     assert "MCP server gone:" in window.banner.text.text()
     assert "The run goes on without its tools" in window.banner.text.text()

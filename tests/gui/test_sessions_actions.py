@@ -4,11 +4,9 @@ on real files, and a new session listed with a running mark on its first submit 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -19,6 +17,7 @@ from PySide6.QtWidgets import QFileDialog
 from pytestqt.qtbot import QtBot
 
 from tests.core.ledger.sessionfiles import SessionFile
+from tests.gui.waiting import activated, emitted
 from tiny_agent_core.fork import fork_before
 from tiny_agent_core.ledger import connect, get_session, list_sessions, scan_workspace
 from tiny_agent_core.ledger.index import set_session_meta
@@ -64,25 +63,30 @@ def _session(workspace: Path, number: int, created_at: int, prompt: str, model: 
     return session
 
 
-def _pane(qtbot: QtBot, conn: sqlite3.Connection, width: int = 320) -> SessionListPane:
+def _new_pane(qtbot: QtBot, conn: sqlite3.Connection, width: int) -> SessionListPane:
     pane = SessionListPane(conn, clock=lambda: NOW)  # the date groups of a fixed moment
     qtbot.addWidget(pane)
     pane.resize(width, 600)
+    return pane
+
+
+def _pane(qtbot: QtBot, conn: sqlite3.Connection, width: int = 320) -> SessionListPane:
+    pane = _new_pane(qtbot, conn, width)
     with qtbot.waitActive(pane):  # keys reach the list's shortcuts only in the active window
         pane.show()
         pane.activateWindow()
     return pane
 
 
+async def _active_pane(qtbot: QtBot, conn: sqlite3.Connection, width: int = 320) -> SessionListPane:
+    """:func:`_pane` for an async test, which may not spin a nested Qt loop (tests/gui/waiting.py)."""
+    pane = _new_pane(qtbot, conn, width)
+    await activated(pane)
+    return pane
+
+
 def _column(model: SessionListModel, role: int) -> list[object]:
     return [model.index(row).data(role) for row in range(model.rowCount())]
-
-
-async def _until(predicate: Callable[[], object], seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.02)
 
 
 # -- rows --------------------------------------------------------------------------------------------------------
@@ -225,7 +229,7 @@ async def test_rename_with_f2_keeps_the_session_file_and_survives_a_rebuild(
     session = _session(workspace, 1, NOW - HOUR, "the first message")
     before = session.path.read_bytes()
     scan_workspace(conn, workspace)
-    pane = _pane(qtbot, conn)
+    pane = await _active_pane(qtbot, conn)
     _select(pane, session.id)
     qtbot.keyClick(pane.list_view, Qt.Key.Key_F2)
     dialog = pane.rename_dialog
@@ -252,7 +256,7 @@ async def test_pin_moves_a_session_to_the_pinned_group_and_back(
     _session(workspace, 1, NOW - HOUR, "newer")
     older = _session(workspace, 2, NOW - 3 * DAY, "older")
     scan_workspace(conn, workspace)
-    pane = _pane(qtbot, conn)
+    pane = await _active_pane(qtbot, conn)
     _select(pane, older.id)
     pane.pin_action.trigger()
     await pane.wait_idle()
@@ -276,7 +280,7 @@ async def test_delete_goes_to_the_trash_and_undo_brings_everything_back(
     scan_workspace(conn, workspace)
     set_session_meta(conn, doomed.path, SessionMeta(title="Doomed", pinned=False))
     data = doomed.path.read_bytes()
-    pane = _pane(qtbot, conn)
+    pane = await _active_pane(qtbot, conn)
     _select(pane, doomed.id)
     qtbot.keyClick(pane.list_view, Qt.Key.Key_Delete)
     await pane.wait_idle()
@@ -311,7 +315,7 @@ async def test_delete_without_a_trash_refuses_and_deletes_nothing(
 ) -> None:
     session = _session(workspace, 1, NOW - HOUR, "stay")
     scan_workspace(conn, workspace)
-    pane = _pane(qtbot, conn)
+    pane = await _active_pane(qtbot, conn)
     blocked = tmp_path / "not-a-folder"
     blocked.write_text("")
     monkeypatch.setenv("XDG_DATA_HOME", str(blocked))  # no trash can be made there
@@ -327,7 +331,7 @@ async def test_delete_without_a_trash_refuses_and_deletes_nothing(
 async def test_delete_asks_the_window_first(qtbot: QtBot, conn: sqlite3.Connection, workspace: Path) -> None:
     session = _session(workspace, 1, NOW - HOUR, "busy")
     scan_workspace(conn, workspace)
-    pane = _pane(qtbot, conn)
+    pane = await _active_pane(qtbot, conn)
     pane.before_delete = lambda summary: f"Stop the run of {summary.title} first."
     _select(pane, session.id)
     pane.delete_action.trigger()
@@ -341,7 +345,7 @@ async def test_export_through_the_menu_and_its_dialog(
 ) -> None:
     session = _session(workspace, 1, NOW - HOUR, "export me")
     scan_workspace(conn, workspace)
-    pane = _pane(qtbot, conn)
+    pane = await _active_pane(qtbot, conn)
     for action, name in ((pane.export_md_action, "out.md"), (pane.export_jsonl_action, "out.jsonl")):
         _select(pane, session.id)
         action.trigger()
@@ -363,7 +367,7 @@ async def test_duplicate_reveal_and_cost_view(
 ) -> None:
     session = _session(workspace, 1, NOW - HOUR, "copy me")
     scan_workspace(conn, workspace)
-    pane = _pane(qtbot, conn)
+    pane = await _active_pane(qtbot, conn)
     _select(pane, session.id)
     pane.duplicate_action.trigger()
     await pane.wait_idle()
@@ -376,9 +380,9 @@ async def test_duplicate_reveal_and_cost_view(
     monkeypatch.setattr(QDesktopServices, "openUrl", lambda url: opened.append(url) or True)
     pane.reveal_action.trigger()
     assert [url.toLocalFile() for url in opened] == [str(copy.path.parent)]
-    with qtbot.waitSignal(pane.cost_view_requested) as requested:
+    async with emitted(pane.cost_view_requested) as requested:
         pane.cost_action.trigger()
-    assert requested.args == [copy.id]
+    assert requested == [(copy.id,)]
 
 
 async def test_import_explains_a_rejected_file_and_lists_an_accepted_one(
@@ -390,7 +394,7 @@ async def test_import_explains_a_rejected_file_and_lists_an_accepted_one(
     fact["seq"] = 42
     mutated = tmp_path / "mutated.jsonl"
     mutated.write_bytes(b"\n".join([*lines[:2], json.dumps(fact).encode(), *lines[3:]]))
-    pane = _pane(qtbot, conn)
+    pane = await _active_pane(qtbot, conn)
     for path in (mutated, source.path):
         pane.import_dialog(workspace)
         dialog = pane.file_dialog

@@ -3,9 +3,7 @@ session is released before it goes to the trash, File → Import Session… and 
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,6 +13,7 @@ from pytestqt.qtbot import QtBot
 
 from tests.core.agent.conftest import text_reply
 from tests.core.ledger.sessionfiles import SessionFile
+from tests.gui.waiting import emitted, until
 from tests.loopback import LoopbackServer, Reply, sse_events
 from tiny_agent_core.ledger import connect
 from tiny_agent_core.providers.client import ProviderClient
@@ -25,13 +24,6 @@ from tiny_agent_gui.main_window import MainWindow, Services
 from tiny_agent_gui.sessions import SessionListModel, SessionStatus
 
 T0 = 1_760_000_000_000
-
-
-async def _until(predicate: Callable[[], object], seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.02)
 
 
 @pytest.fixture
@@ -78,21 +70,21 @@ async def test_a_new_session_is_listed_as_running_on_its_first_submit(
     assert "No sessions yet" in pane.empty_label.text()
     assert pane.empty_label.isVisible()
     window.composer.submitted.emit("a long task")
-    await _until(lambda: pane.model.rowCount() == 1)  # while the model is still answering
+    await until(lambda: pane.model.rowCount() == 1)  # while the model is still answering
     assert window.controller.busy
     index = pane.model.index(0)
     assert index.data() == "a long task"
     assert index.data(SessionListModel.StatusRole) is SessionStatus.RUNNING
     assert not pane.empty_label.isVisible()
     window.controller.cancel()
-    await _until(lambda: not window.controller.busy)
+    await until(lambda: not window.controller.busy)
     assert pane.model.index(0).data(SessionListModel.StatusRole) is not SessionStatus.RUNNING
 
 
 async def test_deleting_the_open_session_closes_it_first(window: MainWindow, server: LoopbackServer) -> None:
     server.queue(text_reply("done"))
     window.composer.submitted.emit("short task")
-    await _until(lambda: window.sessions.model.rowCount() == 1 and not window.controller.busy)
+    await until(lambda: window.sessions.model.rowCount() == 1 and not window.controller.busy)
     session = window.controller.session
     assert session is not None
     path = session.store.path
@@ -117,7 +109,7 @@ async def test_import_and_open_in_cost_view_from_the_window(window: MainWindow, 
     dialog.accept()
     await window.sessions.wait_idle()
     assert window.sessions.current_summary() is not None
-    with qtbot.waitSignal(window.cost_view.selection_loaded, timeout=10_000):
+    async with emitted(window.cost_view.selection_loaded):
         window.sessions.cost_action.trigger()
     assert window.pages.currentWidget() is window.cost_view
     assert [row.key for row in window.cost_view.selected_rows()] == [source.id]

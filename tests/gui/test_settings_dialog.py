@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QAbstractButton, QAbstractSpinBox, QComboBox, QLin
 from pytestqt.qtbot import QtBot
 
 from tests.core.test_secrets import MemoryKeyring, use_keyring
+from tests.gui.waiting import emitted, until
 from tiny_agent_core.errors import AuthenticationError
 from tiny_agent_core.providers.profiles import ProviderProfile
 from tiny_agent_core.secrets import SERVICE, KeyStore
@@ -51,13 +52,6 @@ class Calls:
 
     def provider_calls(self) -> ProviderCalls:
         return ProviderCalls(self.fetch, self.test)
-
-
-async def until(condition: Callable[[], bool], timeout: float = 2.0) -> None:
-    """Poll with ``asyncio.sleep`` (the qasync loop is what runs Qt here), failing after ``timeout`` seconds."""
-    async with asyncio.timeout(timeout):
-        while not condition():  # noqa: ASYNC110 - a widget state, not an awaitable event
-            await asyncio.sleep(0.005)
 
 
 @pytest.fixture
@@ -116,7 +110,7 @@ async def test_add_a_provider_with_key_model_and_workspace(
     page.model_combo.setCurrentText("gpt-4.1")
     env.folders.append(str(tmp_path / "project"))
     dialog.workspaces.add_button.click()
-    with qtbot.waitSignal(dialog.settingsSaved, timeout=1000):
+    async with emitted(dialog.settingsSaved):
         dialog.buttons.button(dialog.buttons.StandardButton.Save).click()
     assert not dialog.isVisible()
 

@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QWidget
 from pytestqt.qtbot import QtBot
 
+from tests.gui.waiting import emitted
 from tiny_agent_core.local_servers import LocalServer
 from tiny_agent_core.secrets import KeyringStatus
 from tiny_agent_gui.welcome import WelcomeView
@@ -72,9 +73,9 @@ async def test_found_local_servers_are_offered_first(qtbot: QtBot) -> None:
     assert "found at :11434 — 2 models" in row.label.text()
     assert row.use_button.text() == "&Use Ollama"
     assert row.use_button.accessibleName() == "Use Ollama at port 11434"
-    with qtbot.waitSignal(view.localServerChosen, timeout=1000) as blocker:
+    async with emitted(view.localServerChosen) as chosen:
         row.use_button.click()
-    assert blocker.args == [found[0], "llama3.2:3b"]
+    assert chosen == [(found[0], "llama3.2:3b")]
 
 
 async def test_nothing_found_says_what_to_start_and_can_look_again(qtbot: QtBot) -> None:
