@@ -14,7 +14,8 @@ Repository contents are hostile: nothing is followed out of the workspace. Direc
 following symlinks, files are opened with ``O_NOFOLLOW`` and must be regular files when opened (FIFOs, sockets and
 devices are skipped), and a symlink is recreated only when it is relative and resolves inside the workspace (an
 absolute one would point back at the original; one leaving the workspace could reach the data folder). Git runs
-without hooks (``core.hooksPath=/dev/null``) and without prompts.
+no program the repository's own configuration names (hooks, file-system monitor, filter drivers, submodule
+fetches), without prompts, and without this process's secret-looking environment variables.
 
 :func:`workspace_changes` compares a copy with the tree it started from: the copy records a manifest (path →
 SHA-256) when made, and a changed file's old text is read from the original while the original still has the
@@ -33,13 +34,14 @@ import os
 import shutil
 import stat
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from tiny_agent_core.errors import TinyAgentError
 from tiny_agent_core.tools.base import ToolError
+from tiny_agent_core.tools.environment import looks_secret
 from tiny_agent_core.tools.guard import WorkspaceGuard
 
 __all__ = [
@@ -236,27 +238,58 @@ def _plain_copy(original: Path, destination: Path, limits: CopyLimits) -> Worksp
     return WorkspaceCopy(destination, original, "copy", manifest, tuple(skipped))
 
 
-def _git(cwd: Path, *args: str, check: bool = True) -> str:
-    env = {
-        **os.environ,
+_NO_PROGRAMS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "submodule.recurse=false",
+                "-c", "protocol.allow=never")  # fmt: skip
+"""A workspace's own git configuration (one unpacked with its ``.git`` folder) may name programs git runs on its
+own: hooks, the file-system monitor that status-like commands (``stash create``, ``ls-files``) call, and submodule
+fetches. None of them runs for the app's commands; filter drivers are switched off by :func:`_filters_off`."""
+
+
+def _git_environment() -> dict[str, str]:
+    """This process's environment without anything secret-looking (provider keys live here), plus git's own."""
+    environment = {name: value for name, value in os.environ.items() if not looks_secret(name)}
+    return environment | {
         "GIT_TERMINAL_PROMPT": "0",
         "GIT_AUTHOR_NAME": "tiny-agent",
         "GIT_AUTHOR_EMAIL": "tiny-agent@localhost",
         "GIT_COMMITTER_NAME": "tiny-agent",
         "GIT_COMMITTER_EMAIL": "tiny-agent@localhost",
     }
+
+
+def _run_git(cwd: Path, options: Sequence[str], args: Sequence[str]) -> subprocess.CompletedProcess[bytes]:
     try:
-        done = subprocess.run(
-            # A workspace's own git configuration may name programs git runs on its own: hooks, and the file-system
-            # monitor that status-like commands (stash create, ls-files) call. Neither runs for the app's commands.
-            ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-C", str(cwd), *args],
+        return subprocess.run(
+            ["git", *options, "-C", str(cwd), *args],
             capture_output=True,
-            env=env,
+            env=_git_environment(),
             timeout=_GIT_TIMEOUT,
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as error:
         raise WorkspaceCopyError(f"git {args[0]} failed in {cwd}: {error}") from error
+
+
+def _filters_off(cwd: Path) -> list[str]:
+    """Options that switch off each filter driver the repository's own configuration defines (``filter.NAME.clean``,
+    ``smudge`` and ``process`` run programs on checkout and on hashing the working tree). The user's global and
+    system drivers (Git LFS) stay. A name that cannot be given to ``-c`` refuses the copy rather than run it."""
+    listed = _run_git(cwd, _NO_PROGRAMS, ["config", "--local", "--includes", "-z", "--get-regexp", r"^filter\."])
+    names = {entry.split(b"\n", 1)[0].decode("utf-8", "surrogateescape") for entry in listed.stdout.split(b"\0")}
+    options: list[str] = []
+    for name in sorted({key[len("filter.") : key.rindex(".")] for key in names if key.count(".") >= 2}):
+        if "=" in name or not name.isprintable():
+            raise WorkspaceCopyError(
+                f"the repository's git configuration defines a filter named {name!r}, which git cannot be told to "
+                "skip; remove it from .git/config to compare here"
+            )
+        for key, value in (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false")):
+            options += ["-c", f"filter.{name}.{key}={value}"]
+    return options
+
+
+def _git(cwd: Path, *args: str, check: bool = True) -> str:
+    done = _run_git(cwd, [*_NO_PROGRAMS, *_filters_off(cwd)], args)
     if check and done.returncode != 0:
         message = done.stderr.decode("utf-8", "replace").strip().splitlines()
         raise WorkspaceCopyError(f"git {args[0]} failed in {cwd}: {message[-1] if message else done.returncode}")
@@ -267,6 +300,7 @@ def _git_top(original: Path) -> Path | None:
     """The top folder of the repository ``original`` is in, when it has a commit; else ``None``."""
     if shutil.which("git") is None:
         return None
+    _filters_off(original)  # a repository whose filters git cannot be told to skip is refused, not copied plainly
     try:
         top = _git(original, "rev-parse", "--show-toplevel").strip()
         _git(original, "rev-parse", "--verify", "-q", "HEAD")

@@ -194,3 +194,49 @@ def test_a_workspace_s_git_configuration_runs_no_program_while_it_is_copied(tmp_
     workspace_changes(copy)
     remove_copy(copy)
     assert not marker.exists()
+
+
+def test_a_workspace_s_own_filter_drivers_do_not_run_and_the_user_s_own_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    (repo / ".gitattributes").write_text("*.txt filter=evil\n*.md filter=mine\n")
+    (repo / "a.txt").write_text("v1\n")
+    (repo / "b.md").write_text("notes\n")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "first")
+    marker = tmp_path / "ran"
+    evil = f"sh -c 'touch {marker}; cat'"
+    for key in ("clean", "smudge"):
+        _git(repo, "config", "--file", ".git/more.config", f"filter.evil.{key}", evil)
+    _git(repo, "config", "include.path", "more.config")  # hidden one include away from .git/config
+    _git(repo, "config", "filter.evil.required", "true")  # so a switched-off driver must not be fatal
+    _git(repo, "config", "filter.evil.process", evil)
+    seen = tmp_path / "environment"
+    user_config = tmp_path / "gitconfig"  # the user's own configuration is theirs to trust (e.g. Git LFS)
+    _git(repo, "config", "--file", str(user_config), "filter.mine.smudge", f"sh -c 'env > {seen}; tr a-z A-Z'")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(user_config))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-must-not-reach-git")
+    (repo / "a.txt").write_text("v2 uncommitted\n")
+    copy = make_copy(repo, tmp_path / "data" / "1")
+    assert (copy.path / "a.txt").read_text() == "v2 uncommitted\n"
+    assert (copy.path / "b.md").read_text() == "NOTES\n"
+    remove_copy(copy)
+    assert not marker.exists()
+    assert "sk-must-not-reach-git" not in seen.read_text()
+    assert "GIT_CONFIG_GLOBAL=" in seen.read_text()
+
+
+def test_a_filter_name_git_cannot_be_told_to_skip_refuses_the_copy(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    (repo / "a.txt").write_text("v1\n")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "first")
+    (repo / ".git" / "config").write_text((repo / ".git" / "config").read_text() + '[filter "a=b"]\n\tsmudge = x\n')
+    with pytest.raises(WorkspaceCopyError, match=r"defines a filter named 'a=b'.*remove it from \.git/config"):
+        make_copy(repo, tmp_path / "data" / "1")
+    assert not (tmp_path / "data" / "1").exists()
