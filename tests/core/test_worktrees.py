@@ -28,6 +28,17 @@ def _git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True, env=env).stdout
 
 
+def _repository(folder: Path, files: dict[str, str]) -> Path:
+    """A git repository at ``folder`` with ``files`` (relative path → text) in its first commit."""
+    folder.mkdir()
+    _git(folder, "init", "-q")
+    for relative, text in files.items():
+        (folder / relative).write_text(text)
+    _git(folder, "add", ".")
+    _git(folder, "commit", "-qm", "first")
+    return folder
+
+
 @pytest.fixture
 def plain(tmp_path: Path) -> Path:
     workspace = tmp_path / "ws"
@@ -79,13 +90,7 @@ def test_a_copy_too_large_is_refused_with_the_way_out_and_leaves_nothing(plain: 
 
 
 def test_a_git_workspace_gets_a_worktree_with_its_uncommitted_state(tmp_path: Path) -> None:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    _git(repo, "init", "-q")
-    (repo / ".gitignore").write_text("ignored/\n")
-    (repo / "tracked.txt").write_text("v1\n")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-qm", "first")
+    repo = _repository(tmp_path / "repo", {".gitignore": "ignored/\n", "tracked.txt": "v1\n"})
     (repo / "tracked.txt").write_text("v2 uncommitted\n")
     (repo / "untracked.txt").write_text("fresh\n")
     (repo / "ignored").mkdir()
@@ -175,12 +180,7 @@ def test_keeping_never_reads_through_a_link_or_a_fifo_left_in_the_copy(plain: Pa
 
 
 def test_a_workspace_s_git_configuration_runs_no_program_while_it_is_copied(tmp_path: Path) -> None:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    _git(repo, "init", "-q")
-    (repo / "a.txt").write_text("v1\n")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-qm", "first")
+    repo = _repository(tmp_path / "repo", {"a.txt": "v1\n"})
     marker = tmp_path / "ran"
     monitor = tmp_path / "monitor.sh"
     monitor.write_text(f"#!/bin/sh\ntouch {marker}\necho\n")
@@ -199,14 +199,8 @@ def test_a_workspace_s_git_configuration_runs_no_program_while_it_is_copied(tmp_
 def test_a_workspace_s_own_filter_drivers_do_not_run_and_the_user_s_own_do(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    _git(repo, "init", "-q")
-    (repo / ".gitattributes").write_text("*.txt filter=evil\n*.md filter=mine\n")
-    (repo / "a.txt").write_text("v1\n")
-    (repo / "b.md").write_text("notes\n")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-qm", "first")
+    attributes = "*.txt filter=evil\n*.md filter=mine\n"
+    repo = _repository(tmp_path / "repo", {".gitattributes": attributes, "a.txt": "v1\n", "b.md": "notes\n"})
     marker = tmp_path / "ran"
     evil = f"sh -c 'touch {marker}; cat'"
     for key in ("clean", "smudge"):
@@ -230,12 +224,7 @@ def test_a_workspace_s_own_filter_drivers_do_not_run_and_the_user_s_own_do(
 
 
 def test_a_filter_name_git_cannot_be_told_to_skip_refuses_the_copy(tmp_path: Path) -> None:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    _git(repo, "init", "-q")
-    (repo / "a.txt").write_text("v1\n")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-qm", "first")
+    repo = _repository(tmp_path / "repo", {"a.txt": "v1\n"})
     (repo / ".git" / "config").write_text((repo / ".git" / "config").read_text() + '[filter "a=b"]\n\tsmudge = x\n')
     with pytest.raises(WorkspaceCopyError, match=r"defines a filter named 'a=b'.*remove it from \.git/config"):
         make_copy(repo, tmp_path / "data" / "1")
