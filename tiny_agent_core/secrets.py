@@ -143,6 +143,11 @@ class KeyStore:
         except keyring.errors.KeyringError as error:
             raise _translate(error, "delete the API key from") from error
 
+    def discard(self, profile_id: str) -> None:
+        """:meth:`delete` where there is a keyring; without one there is nothing stored to forget."""
+        if self.available:
+            self.delete(profile_id)
+
     def has_key(self, profile_id: str) -> bool:
         """True when the keyring holds a key for this profile (``False`` when there is no keyring)."""
         if not self.available:

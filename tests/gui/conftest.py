@@ -40,6 +40,15 @@ def _collect_garbage_on_the_gui_thread() -> Iterator[None]:
     collector.stop()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _loop_outlives_windows() -> None:
+    """An async test's event loop is Qt's: closing the last window a test showed (a dialog, the main window) must
+    not quit it under the test."""
+    app = QApplication.instance() or QApplication([])
+    assert isinstance(app, QApplication)
+    app.setQuitOnLastWindowClosed(False)
+
+
 @pytest.fixture(autouse=True)
 def _no_nested_qt_wait_in_async_tests(monkeypatch: pytest.MonkeyPatch) -> None:
     """``qtbot.wait*`` spins a nested Qt event loop, which inside an async test can block it forever (it hung the

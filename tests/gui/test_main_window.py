@@ -187,21 +187,15 @@ def test_keyboard_shortcuts_are_visible(qtbot: QtBot, window: MainWindow) -> Non
 
 
 async def test_closing_the_window_releases_the_session(window: MainWindow) -> None:
-    app = QApplication.instance()
-    assert isinstance(app, QApplication)
-    app.setQuitOnLastWindowClosed(False)  # the test's event loop must outlive the window
-    try:
-        window.new_session()
-        session = window.controller.session
-        assert session is not None
-        path = session.store.path
-        window.close()
-        await until(lambda: window.controller.session is None)
-        reopened = open_session(path)
-        assert not reopened.read_only  # the writer lock was released
-        reopened.store.close()
-    finally:
-        app.setQuitOnLastWindowClosed(True)
+    window.new_session()
+    session = window.controller.session
+    assert session is not None
+    path = session.store.path
+    window.close()
+    await until(lambda: window.controller.session is None)
+    reopened = open_session(path)
+    assert not reopened.read_only  # the writer lock was released
+    reopened.store.close()
 
 
 async def test_the_index_is_current_when_a_run_is_reported(window: MainWindow, server: LoopbackServer) -> None:

@@ -102,8 +102,9 @@ def fill_local(editor: ServerDialog, alias: str) -> None:
     editor.cwd_edit.setText(str(ROOT))
 
 
-def save(dialog: SettingsDialog) -> None:
+async def save(dialog: SettingsDialog) -> None:
     dialog.buttons.button(dialog.buttons.StandardButton.Save).click()
+    await dialog.wait_saved()  # typed tokens are written from a worker thread
     assert dialog.error_label.text() == ""
 
 
@@ -132,7 +133,7 @@ async def test_add_test_allow_and_remove_a_stdio_server(
     cell(page.tools_table, listed["echo"], 2).setCheckState(Qt.CheckState.Checked)  # always allow one tool
     cell(page.table, 0, 4).setCheckState(Qt.CheckState.Checked)  # and the whole server
 
-    save(dialog)
+    await save(dialog)
     path = app_catalog_path(tmp_path / "config")
     saved = load_app_catalog(path)  # the JSON on disk validates
     assert saved == AppCatalog({"local": stdio_server("local")}, frozenset({"local"}))
@@ -147,7 +148,7 @@ async def test_add_test_allow_and_remove_a_stdio_server(
     assert page.table.rowCount() == 1
     page.remove_button.click()
     assert page.table.rowCount() == 0
-    save(dialog)
+    await save(dialog)
     assert load_app_catalog(path) == AppCatalog()
     assert ToolSettings.load(tmp_path / "config").always_allowed() == set()
     assert children() == []
@@ -182,7 +183,7 @@ async def test_a_typed_token_goes_to_the_keyring_not_the_file(
     editor.token_edit.setText(TOKEN)
     assert editor.token_edit.echoMode() == editor.token_edit.EchoMode.Password
     editor.buttons.button(editor.buttons.StandardButton.Ok).click()
-    save(dialog)
+    await save(dialog)
     path = app_catalog_path(tmp_path / "config")
     assert TOKEN not in path.read_text()
     assert load_app_catalog(path).servers == {"docs": HttpServer("docs", "https://mcp.example.com/mcp")}
@@ -218,7 +219,7 @@ async def test_importing_a_claude_desktop_file(qtbot: QtBot, tmp_path: Path, mem
     assert page.table.rowCount() == 1
     assert cell(page.table, 0, 3).text() == shlex.join(["npx", "-y", "files-server"])
     assert cell(page.table, 0, 0).checkState() == Qt.CheckState.Unchecked  # imported servers start disabled
-    save(dialog)
+    await save(dialog)
     assert list(load_app_catalog(app_catalog_path(tmp_path / "config")).servers) == ["files"]
 
 
@@ -272,14 +273,8 @@ async def windows(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> AsyncItera
 
 async def close(window: MainWindow) -> None:
     """Close the window as the user does, and wait until it has shut down (its MCP servers stopped)."""
-    app = QApplication.instance()
-    assert isinstance(app, QApplication)
-    app.setQuitOnLastWindowClosed(False)  # the test's event loop must outlive the window
-    try:
-        window.close()
-        await until(lambda: window._shut_down, 30)
-    finally:
-        app.setQuitOnLastWindowClosed(True)
+    window.close()
+    await until(lambda: window._shut_down, 30)
 
 
 def approval_dialog() -> ApprovalDialog | None:
@@ -471,6 +466,7 @@ async def test_without_a_keyring_a_typed_token_is_refused_and_nothing_is_written
     assert page is not None
     page.add(HttpServer("docs", "https://mcp.example.com/mcp"), TOKEN)
     dialog.buttons.button(dialog.buttons.StandardButton.Save).click()
+    await dialog.wait_saved()
     assert "the MCP settings were not" in dialog.error_label.text()
     assert "keyring" in dialog.error_label.text()
     assert not app_catalog_path(tmp_path / "config").exists()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -134,7 +135,44 @@ async def test_add_a_provider_with_key_model_and_workspace(
     assert again.providers.key_edit.placeholderText() == "Type to replace the stored key"
     again.providers.forget_button.click()
     assert again.save()
+    await again.wait_saved()
     assert memory_keyring.secrets == {}
+
+
+class SlowKeyStore(KeyStore):
+    """A keyring that records the thread of every write and holds each until released (an unlock prompt)."""
+
+    def __init__(self) -> None:
+        super().__init__(environ={})
+        self.threads: list[threading.Thread] = []
+        self.release = threading.Event()
+
+    def set(self, profile_id: str, key: str) -> None:
+        self.threads.append(threading.current_thread())
+        self.release.wait(10)
+        super().set(profile_id, key)
+
+
+async def test_keys_are_written_off_the_gui_thread_and_the_dialog_waits_for_them(
+    qtbot: QtBot, env: Env, memory_keyring: MemoryKeyring
+) -> None:
+    keys = SlowKeyStore()
+    dialog = env.dialog(qtbot, keys)
+    dialog.providers.add_profile("openrouter")
+    dialog.providers.key_edit.setText(SECRET)
+    dialog.buttons.button(dialog.buttons.StandardButton.Save).click()
+    await until(lambda: keys.threads)
+    assert threading.main_thread() not in keys.threads
+    assert dialog.error_label.text() == "Saving the keys in the system keyring…"
+    assert not dialog.buttons.isEnabled()
+    qtbot.keyClick(dialog, Qt.Key.Key_Escape)  # nothing can stop a keyring write: the dialog stays
+    assert dialog.isVisible()
+    assert dialog.save()  # Ctrl+S again: the same save goes on
+    assert len(keys.threads) == 1
+    async with emitted(dialog.settingsSaved):
+        keys.release.set()
+    assert not dialog.isVisible()
+    assert memory_keyring.secrets == {(SERVICE, "openrouter"): SECRET}
 
 
 def test_cancel_changes_nothing(qtbot: QtBot, env: Env, memory_keyring: MemoryKeyring) -> None:
@@ -147,7 +185,9 @@ def test_cancel_changes_nothing(qtbot: QtBot, env: Env, memory_keyring: MemoryKe
     assert not (env.config / SETTINGS_FILE).exists()
 
 
-def test_profiles_can_be_renamed_removed_and_made_active(qtbot: QtBot, env: Env, memory_keyring: MemoryKeyring) -> None:
+async def test_profiles_can_be_renamed_removed_and_made_active(
+    qtbot: QtBot, env: Env, memory_keyring: MemoryKeyring
+) -> None:
     KeyStore().set("ollama", "unused")
     env.settings.add_profile(ProfileConfig.from_preset("ollama", "ollama"))
     env.settings.add_profile(ProfileConfig.from_preset("openrouter", "openrouter"))
@@ -162,6 +202,7 @@ def test_profiles_can_be_renamed_removed_and_made_active(qtbot: QtBot, env: Env,
     page.list.setCurrentRow(0)
     page.remove_button.click()
     assert dialog.save()
+    await dialog.wait_saved()
     assert [p.name for p in env.settings.profiles] == ["OpenRouter (work)"]
     assert env.settings.active_profile == "openrouter"
     assert memory_keyring.secrets == {}  # the removed profile's key went with it
@@ -431,6 +472,7 @@ async def test_a_new_preset_gets_the_key_focus_and_a_listed_model(
     await until(lambda: len(env.calls.seen) == 2)
     await until(lambda: page.model_combo.currentText() == "qwen3:8b")
     assert dialog.save()
+    await dialog.wait_saved()
     assert [(p.id, p.model) for p in env.settings.profiles] == [("openrouter", "qwen3:8b"), ("ollama", "qwen3:8b")]
     assert memory_keyring.secrets == {(SERVICE, "openrouter"): SECRET}
 

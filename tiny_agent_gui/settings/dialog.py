@@ -6,6 +6,8 @@ SPEC §7 (settings) and §4 (price overrides); issue #13 (MCP servers).
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import Signal
@@ -30,8 +32,9 @@ __all__ = ["SettingsDialog"]
 class SettingsDialog(QDialog):
     """Edits ``settings``, ``tool_settings`` and the keys in ``key_store``; nothing changes until Save.
 
-    Save validates, writes the settings file, stores typed keys in the keyring (only there), applies tool permission
-    changes, emits :attr:`settingsSaved` and closes. A failure is shown in the dialog, which stays open.
+    Save validates, writes the settings file, applies tool permission changes, stores typed keys in the keyring (only
+    there, from a worker thread), emits :attr:`settingsSaved` and closes. A failure is shown in the dialog, which
+    stays open.
     Save is disabled while a cell of the Prices tab is invalid.
     ``calls`` fetches models and tests connections (:meth:`ProviderCalls.over_http` in the app, stubs in tests);
     ``chooser`` asks for folders. ``mcp_catalog`` (the app's MCP catalog file) adds the MCP tab, whose Test runs
@@ -58,6 +61,8 @@ class SettingsDialog(QDialog):
         file_chooser: FileChooser = choose_file,
     ) -> None:
         super().__init__(parent)
+        self.saving: asyncio.Future[None] | None = None
+        """The keyring writes of a save, while they run (:meth:`save`)."""
         self.settings = settings
         self.setWindowTitle("Settings")
         self.setAccessibleName("Settings")
@@ -124,7 +129,11 @@ class SettingsDialog(QDialog):
         self.prices.prefill(provider, model)
 
     def save(self) -> bool:
-        """Apply every staged change; on failure show why, keep the dialog open and return ``False``."""
+        """Apply every staged change. On a failure show why, keep the dialog open and return ``False``; else return
+        ``True``: all is written, or the keyring writes run in a worker thread, saying so, and the dialog closes
+        (or says why not) when they end (:meth:`wait_saved`)."""
+        if self.saving is not None:
+            return True  # Ctrl+S again while the keys are being written
         staged = AppSettings(
             profiles=self.providers.profiles(),
             active_profile=self.providers.active_id(),
@@ -150,14 +159,53 @@ class SettingsDialog(QDialog):
         except (TinyAgentError, OSError) as error:
             return self._fail(f"The settings could not be saved: {error}")
         try:
-            self.providers.apply_keys()
-        except (SecretStoreError, ValueError) as error:
-            return self._fail(f"The settings were saved, but an API key was not: {error}")
-        try:
             self.tools.apply()
         except OSError as error:
             return self._fail(f"The tool permissions could not be saved: {error}")
-        if self.mcp is not None:  # after the Tools tab: its revocations must not undo a permission granted here
+        key_writes = self.providers.key_writes()
+        token_writes = self.mcp.token_writes() if self.mcp is not None else []
+        if not key_writes and not token_writes:
+            return self._finish()
+        self.saving = asyncio.ensure_future(self._write_keys(key_writes, token_writes))
+        return True
+
+    async def wait_saved(self) -> None:
+        """Wait until the keyring writes of a save have ended (tests)."""
+        if self.saving is not None:
+            await self.saving
+
+    def reject(self) -> None:
+        """Cancel, Escape or the window's close button: not while keys are being written (nothing could stop that)."""
+        if self.saving is None:
+            super().reject()
+
+    async def _write_keys(self, key_writes: list[Callable[[], None]], token_writes: list[Callable[[], None]]) -> None:
+        """The keyring writes of a save, in a worker thread (the keyring may wait on D-Bus or an unlock prompt);
+        then the rest of the save, or why it stopped."""
+        self.buttons.setEnabled(False)
+        self.error_label.setText("Saving the keys in the system keyring…")
+        try:
+            try:
+                await asyncio.to_thread(_run_all, key_writes)
+            except (SecretStoreError, ValueError) as error:
+                self._fail(f"The settings were saved, but an API key was not: {error}")
+                return
+            self.providers.keys_written()
+            try:
+                await asyncio.to_thread(_run_all, token_writes)
+            except (SecretStoreError, ValueError) as error:
+                self.show_tab(self.MCP)
+                self._fail(f"The other settings were saved, but the MCP settings were not: {error}")
+                return
+            self._finish()
+        finally:
+            self.saving = None
+            self.buttons.setEnabled(True)
+
+    def _finish(self) -> bool:
+        """The save after the keyring: the MCP catalog and permissions (after the Tools tab: its revocations must
+        not undo a permission granted here), then close."""
+        if self.mcp is not None:
             try:
                 self.mcp.apply()
             except (TinyAgentError, ValueError, OSError) as error:
@@ -184,3 +232,8 @@ class SettingsDialog(QDialog):
     def _fail(self, message: str) -> bool:
         self.error_label.setText(message)
         return False
+
+
+def _run_all(writes: list[Callable[[], None]]) -> None:
+    for write in writes:
+        write()

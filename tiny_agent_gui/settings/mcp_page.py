@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import shlex
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 
 from PySide6.QtCore import Qt
@@ -553,22 +554,23 @@ class McpPage(QWidget):
 
     # -- save ------------------------------------------------------------------------------------------------
 
+    def token_writes(self) -> list[Callable[[], None]]:
+        """The typed tokens to store and the forgotten ones to delete, as keyring calls in order for a worker thread,
+        before :meth:`apply` (a server must not be saved without its token). Each raises :class:`SecretStoreError`
+        subclasses or ``ValueError`` (a token a header cannot carry)."""
+        stored = [partial(self._keys.set, token_entry(alias), token) for alias, token in sorted(self._tokens.items())]
+        return [*stored, *(partial(self._keys.discard, token_entry(alias)) for alias in sorted(self._forget))]
+
     def apply(self) -> None:
-        """Write the typed tokens to the keyring, the catalog (when changed) and the permissions. Raises
-        :class:`McpCatalogError`, :class:`SecretStoreError`, ``ValueError`` (a token a header cannot carry) or
-        ``OSError``."""
-        for alias, token in sorted(self._tokens.items()):  # first: a server must not be saved without its token
-            self._keys.set(token_entry(alias), token)
+        """After :meth:`token_writes` succeeded: write the catalog (when changed) and the permissions. Raises
+        :class:`McpCatalogError` or ``OSError``."""
         self._tokens.clear()
+        self._forget.clear()
         if self._dirty:
             save_app_catalog(self.path, self.staged())
             self._dirty = False
             self.load_error = None
             self.problem_label.clear()
-        for alias in sorted(self._forget):
-            if self._keys.available:
-                self._keys.delete(token_entry(alias))
-        self._forget.clear()
         for name in sorted(self._always - self._granted):
             self._tool_settings.allow_always(name)
         for name in sorted(self._granted - self._always):

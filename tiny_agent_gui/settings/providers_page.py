@@ -16,8 +16,9 @@ refusal is stored here too, so it shows as chosen.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from PySide6.QtCore import Qt
@@ -354,13 +355,15 @@ class ProvidersPage(QWidget):
         self._loading = False
         self._show_key_status(profile)
 
-    def apply_keys(self) -> None:
-        """Write staged key changes to the keyring. Raises :class:`SecretStoreError` subclasses."""
-        for profile_id in sorted(self._forget - set(self._keys)):
-            if self._key_store.available:
-                self._key_store.delete(profile_id)
-        for profile_id, key in sorted(self._keys.items()):
-            self._key_store.set(profile_id, key)
+    def key_writes(self) -> list[Callable[[], None]]:
+        """The staged key changes as keyring calls, in order, for a worker thread (the keyring may wait on D-Bus or
+        on an unlock prompt). Each raises :class:`SecretStoreError` subclasses; :meth:`keys_written` after all."""
+        store = self._key_store
+        forgotten = [partial(store.discard, profile_id) for profile_id in sorted(self._forget - set(self._keys))]
+        return [*forgotten, *(partial(store.set, profile_id, key) for profile_id, key in sorted(self._keys.items()))]
+
+    def keys_written(self) -> None:
+        """Every write of :meth:`key_writes` succeeded: nothing is staged any more."""
         self._keys.clear()
         self._forget.clear()
 
