@@ -12,7 +12,7 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["read_small_file"]
+__all__ = ["read_at_most", "read_small_file"]
 
 
 def read_small_file(path: Path, limit: int) -> bytes | None:
@@ -25,16 +25,22 @@ def read_small_file(path: Path, limit: int) -> bytes | None:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        chunks: list[bytes] = []
-        size = 0
-        while size <= limit:
-            chunk = os.read(fd, min(limit + 1 - size, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        return b"".join(chunks) if size <= limit else None
+        data = read_at_most(fd, limit + 1)
+        return data if len(data) <= limit else None
     except OSError:
         return None
     finally:
         os.close(fd)
+
+
+def read_at_most(fd: int, limit: int) -> bytes:
+    """The next bytes of the open file ``fd``, up to ``limit`` of them (fewer at its end). Raises ``OSError``."""
+    chunks: list[bytes] = []
+    size = 0
+    while size < limit:
+        chunk = os.read(fd, min(limit - size, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)

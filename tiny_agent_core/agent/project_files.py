@@ -23,6 +23,7 @@ import os
 import stat
 from pathlib import Path
 
+from tiny_agent_core.small_files import read_at_most
 from tiny_agent_core.tools.base import ToolError
 from tiny_agent_core.tools.guard import WorkspaceGuard
 
@@ -90,19 +91,11 @@ def read_project_file(workspace: Path, relative: str, limit: int) -> ProjectFile
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             _log.info("%s is not a regular file; left out of the system prompt", path)
             return None
-        chunks: list[bytes] = []
-        size = 0
-        while size <= limit:
-            chunk = os.read(fd, limit + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
+        data = read_at_most(fd, limit + 1)
     except OSError:
         return None
     finally:
         os.close(fd)
-    data = b"".join(chunks)
     cut = len(data) > limit
     try:
         text = _decode_start(data[:limit]) if cut else data.decode("utf-8")
