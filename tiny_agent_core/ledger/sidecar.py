@@ -14,7 +14,6 @@ lines are skipped: the side file only ever adds knowledge, and without it the co
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 from tiny_agent_core.small_files import read_small_file
-from tiny_agent_core.tools.private_files import create_private, open_private_folder, open_regular
+from tiny_agent_core.tools.private_files import open_private_folder, open_regular
 
 SUFFIX = ".costs"
 """Extension of a cost side file."""
@@ -63,10 +62,7 @@ def append(session_path: Path, attempt_id: str, *, provider_cost: Decimal | None
     # get lines appended, and a FIFO must not block. So the folder is walked without following links and the file
     # must be a regular file of its own (as the process tools keep their files).
     with open_private_folder(session_path.parent.parent.parent, COSTS_FOLDER) as folder:
-        name = session_path.stem + SUFFIX
-        with contextlib.suppress(FileExistsError):
-            os.close(create_private(folder, name))
-        descriptor = open_regular(folder, name, os.O_WRONLY | os.O_APPEND)
+        descriptor = open_regular(folder, session_path.stem + SUFFIX, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     try:
         os.write(descriptor, data)
     finally:

@@ -54,9 +54,9 @@ def create_private(folder: int, name: str, *, append: bool = False) -> int:
 
 
 def open_regular(folder: int, name: str, flags: int = os.O_RDONLY) -> int:
-    """``name`` in ``folder`` opened without following a symlink; raises OSError unless it is a regular file with
-    a single link (a hard link could lead out of the workspace as well)."""
-    descriptor = os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=folder)
+    """``name`` in ``folder`` opened without following a symlink or blocking (mode 0600 if ``flags`` create it);
+    raises OSError unless it is a regular file with a single link (a hard link could lead out of the workspace)."""
+    descriptor = os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, FILE_MODE, dir_fd=folder)
     info = os.fstat(descriptor)
     if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
         os.close(descriptor)
