@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import shiboken6
 
 from tiny_agent_core.errors import TinyAgentError
+from tiny_agent_core.settings import ProfileConfig
 from tiny_agent_gui.window_connection import KeyCache
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ class BackgroundWork:
         self.indexing: asyncio.Future[None] | None = None
         """The latest indexing (:meth:`index_workspaces`), for tests to await."""
         self.reading_key: asyncio.Future[None] | None = None
-        """The latest read of the active profile's key (:meth:`read_key_ahead`)."""
+        """The latest read of a profile's key (:meth:`read_key_ahead`)."""
         self.finding_keyring: asyncio.Future[None] | None = None
         """The look for a usable OS keyring (:meth:`find_keyring`)."""
         self._tasks: set[asyncio.Future[None]] = set()
@@ -67,9 +68,10 @@ class BackgroundWork:
         task = self.indexing = self._hold(asyncio.ensure_future(work()))
         return task
 
-    def read_key_ahead(self) -> None:
-        """Read the active profile's key in a worker thread, so that starting a run does not wait for the keyring."""
-        config = self._window.services.settings.active()
+    def read_key_ahead(self, config: ProfileConfig | None = None) -> None:
+        """Read a profile's key (default: the active one's) in a worker thread, so that starting a run or a compare
+        does not wait for the keyring."""
+        config = config or self._window.services.settings.active()
         if config is None:
             return
         finding = self.finding_keyring

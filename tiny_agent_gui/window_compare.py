@@ -10,7 +10,6 @@ shows it in the banner).
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -98,7 +97,6 @@ class CompareHost:
         self._running_changed = running_changed
         self.made: CompareView | None = None
         """The compare view once it has been made (``None`` before it is first needed)."""
-        self._reads: set[asyncio.Task[None]] = set()
 
     @property
     def view(self) -> CompareView:
@@ -153,14 +151,11 @@ class CompareHost:
         return None
 
     def _read_key_ahead(self, entry: ModelEntry) -> None:
-        """Read the key of a model's provider in a worker thread now, so that starting the compare finds it read
-        (the keyring may take a while, or ask the user to unlock it, and the GUI thread must not wait for it)."""
+        """Read the key of a model's provider ahead, so that starting the compare finds it read (the keyring may
+        take a while, or ask the user to unlock it, and the GUI thread must not wait for it)."""
         config = self._window.services.settings.profile(entry.profile_id)
-        if config is None:
-            return
-        task = asyncio.ensure_future(self._window.keys.read_ahead(config))
-        self._reads.add(task)
-        task.add_done_callback(self._reads.discard)
+        if config is not None:
+            self._window.background.read_key_ahead(config)
 
     def _add_model(self) -> None:
         self._models.open_picker("Add a Model to Compare", self.view.add_model)
