@@ -6,7 +6,8 @@ bounded) and returned stdout first, as the reference does. Results are returned,
 
 - no output: ``(no output)``;
 - non-zero exit: ``<output>\\n\\nCommand exited with code N`` (only the note when there is no output);
-- timeout (default 120 s): ``<output>\\n\\nCommand timed out after <t> seconds.``;
+- timeout (default 120 s, counted from when the command starts, sandbox set-up excluded):
+  ``<output>\\n\\nCommand timed out after <t> seconds.``;
 - capture cap: ``<output>\\n\\nBash output exceeded the 10MB safety cap; complete output was not captured.``.
 
 Output over 2,000 lines or 50 KiB keeps a tail of at most 50 KiB (from a UTF-8 boundary) and 2,000 lines; the
@@ -78,6 +79,9 @@ __all__ = [
 
 DEFAULT_TIMEOUT = 120.0
 """Seconds a command may run when the call gives no ``timeout``."""
+
+SANDBOX_START_TIMEOUT = 10.0
+"""Seconds ``bwrap`` may take to set a sandbox up before the command's own timeout starts counting anyway."""
 
 MAX_CAPTURE = 10_000_000
 """Bytes captured per stream (stdout, stderr); past that the group is killed."""
@@ -320,10 +324,13 @@ class _Run:
         self._killed = False
         self._token = uuid.uuid4().hex
         self._sandboxed = confinement.status.available
-        spawned, environment = confinement.prepare(argv, run_token=self._token)
+        self._started = _Started()
         self.returncode: int | None = None
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
+        status_read, status_write = os.pipe() if self._sandboxed else (-1, -1)
+        status_fd = status_write if self._sandboxed else None
+        spawned, environment = confinement.prepare(argv, run_token=self._token, status_fd=status_fd)
         try:
             self._process = subprocess.Popen(
                 spawned,
@@ -334,15 +341,20 @@ class _Run:
                 stderr=err_write,
                 start_new_session=True,
                 close_fds=True,
+                pass_fds=() if status_fd is None else (status_fd,),
             )
         except BaseException:
-            for fd in (out_read, err_read):
-                os.close(fd)
+            for fd in (out_read, err_read, status_read):
+                if fd >= 0:
+                    os.close(fd)
             raise
         finally:
-            os.close(out_write)
-            os.close(err_write)
+            for fd in (out_write, err_write, status_write):
+                if fd >= 0:
+                    os.close(fd)
         self._pipes = [os.fdopen(out_read, "rb", buffering=0), os.fdopen(err_read, "rb", buffering=0)]
+        if self._sandboxed:
+            self._pipes.append(os.fdopen(status_read, "rb", buffering=0))
         threading.Thread(target=self._watch_exit, name=f"bash-{self._process.pid}", daemon=True).start()
 
     @property
@@ -361,8 +373,11 @@ class _Run:
             self._loop.call_soon_threadsafe(_settle, self._exited)
 
     async def wait(self, seconds: float, cancel: asyncio.Event | None) -> Ending:
-        for pipe, capture in zip(self._pipes, self._captures, strict=True):
-            transport, _ = await self._loop.connect_read_pipe(_factory(capture), pipe)
+        """How the command ended. Its ``seconds`` count from when it starts: sandboxed, once ``bwrap`` reports the
+        sandbox set up (within :data:`SANDBOX_START_TIMEOUT`), so a busy machine's set-up is not charged to it."""
+        protocols: list[asyncio.Protocol] = [*self._captures, self._started][: len(self._pipes)]
+        for pipe, protocol in zip(self._pipes, protocols, strict=True):
+            transport, _ = await self._loop.connect_read_pipe(_factory(protocol), pipe)
             self._transports.append(transport)
         waits: set[asyncio.Future[Any]] = {self._exited, self._capped}
         aborted: asyncio.Task[Literal[True]] | None = None
@@ -370,6 +385,10 @@ class _Run:
             aborted = asyncio.ensure_future(cancel.wait())
             waits.add(aborted)
         try:
+            if self._sandboxed:
+                await asyncio.wait(
+                    {*waits, self._started.started}, timeout=SANDBOX_START_TIMEOUT, return_when=asyncio.FIRST_COMPLETED
+                )
             done, _ = await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
         finally:
             if aborted is not None:
@@ -416,8 +435,21 @@ class _Run:
                 self.returncode = self._process.poll()
 
 
-def _factory(capture: _Capture) -> Callable[[], _Capture]:
-    return lambda: capture
+class _Started(asyncio.Protocol):
+    """Reads ``bwrap``'s status pipe: :attr:`started` is done once the sandboxed command runs (or ``bwrap`` ended)."""
+
+    def __init__(self) -> None:
+        self.started: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def data_received(self, data: bytes) -> None:
+        _settle(self.started)  # the first document is {"child-pid": N}; later ones are not needed
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        _settle(self.started)
+
+
+def _factory(protocol: asyncio.Protocol) -> Callable[[], asyncio.Protocol]:
+    return lambda: protocol
 
 
 def _settle(future: asyncio.Future[None]) -> None:

@@ -4,6 +4,7 @@ the network switch, and the unsandboxed fallback."""
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import sys
 import uuid
@@ -159,3 +160,20 @@ async def test_the_builder_passes_the_workspace_options_to_bash_and_bg(tmp_path:
     bash = tools["bash"]
     assert isinstance(bash, BashTool)
     assert "PROJECT_MODE=dev\n" in await run(bash, "env")
+
+
+@needs_sandbox
+async def test_a_slow_sandbox_set_up_is_not_charged_to_the_command_s_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = shutil.which("bwrap")
+    assert real is not None
+    slow = tmp_path / "bin" / "bwrap"  # a busy machine: the sandbox takes 0.5 s to set up
+    slow.parent.mkdir()
+    slow.write_text(f'#!/bin/sh\nsleep 0.5\nexec {real} "$@"\n')
+    slow.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{slow.parent}{os.pathsep}{os.environ['PATH']}")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    outcome = await BashTool(workspace).execute({"command": "printf partial; sleep 5", "timeout": 0.3})
+    assert outcome.content == "partial\n\nCommand timed out after 0.3 seconds."
