@@ -227,12 +227,18 @@ def test_date_range_narrows_every_table(qtbot: QtBot, view: CostView) -> None:
 
 
 def test_export_csv_agrees_with_the_command_line(
-    view: CostView, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    qtbot: QtBot,
+    view: CostView,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("TINY_AGENT_DATA_DIR", str(tmp_path))  # the CLI opens index.sqlite3 there: the view's
     view.table.sortByColumn(COST, Qt.SortOrder.DescendingOrder)
     path = tmp_path / "out.csv"
-    assert view.export_csv(path) == 40
+    with qtbot.waitSignal(view.exported, timeout=TIMEOUT):
+        view.export_csv(path)
+    assert view.summary_label.text() == "Exported 40 sessions to out.csv"
     with path.open(newline="", encoding="utf-8") as handle:
         records = list(csv.DictReader(handle))
     assert [r["key"] for r in records] == [view.sessions_model.row(n).key for n in range(40)]
@@ -248,15 +254,24 @@ def test_export_csv_agrees_with_the_command_line(
 
 
 def test_export_dialog_saves_where_the_user_chose(
-    view: CostView, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    qtbot: QtBot, view: CostView, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     target = tmp_path / "chosen.csv"
     monkeypatch.setattr(
         "tiny_agent_gui.cost.view.QFileDialog.getSaveFileName", lambda *args, **kwargs: (str(target), "CSV (*.csv)")
     )
-    view.export_button.click()
+    with qtbot.waitSignal(view.exported, timeout=TIMEOUT):
+        view.export_button.click()
     assert target.read_text(encoding="utf-8").startswith("key,label,")
     assert "Exported 40 sessions" in view.summary_label.text()
+
+
+def test_an_export_that_cannot_be_written_says_why_in_the_view(qtbot: QtBot, view: CostView, tmp_path: Path) -> None:
+    with qtbot.waitSignal(view.exported, timeout=TIMEOUT):
+        view.export_csv(tmp_path / "missing" / "costs.csv")
+    assert view.summary_label.text() == (
+        "Nothing was exported to costs.csv: No such file or directory. Choose another folder."
+    )
 
 
 def test_activating_a_row_names_its_session(qtbot: QtBot, view: CostView) -> None:

@@ -130,6 +130,8 @@ class CostView(QWidget):
     """A reload's results are shown."""
     selection_loaded = Signal()
     """The comparison, per-model totals and chart follow the current selection."""
+    exported = Signal()
+    """An export (:meth:`export_csv`) ended; the summary line says how."""
 
     def __init__(self, conn: sqlite3.Connection, parent: QWidget | None = None, *, load: bool = True) -> None:
         """``conn``: the index database; its file is read on a worker thread with a connection of its own (the
@@ -145,6 +147,8 @@ class CostView(QWidget):
         self._overview: CostOverview | None = None
         self._overview_request = 0
         self._selection_request = 0
+        self._export_request = 0
+        self._export_target = Path()
         self._unknown_model: tuple[str, str] | None = None
 
         self.sessions_model = session_model(self)
@@ -306,24 +310,32 @@ class CostView(QWidget):
         numbers = sorted(index.row() for index in self.table.selectionModel().selectedRows())
         return [self.sessions_model.row(number) for number in numbers]
 
-    def export_csv(self, path: Path | str) -> int:
-        """Write every listed session, in table order, as CSV (UTF-8) to ``path``; returns the number of rows."""
-        rows = self.sessions_model.rows()
-        with Path(path).open("w", newline="", encoding="utf-8") as handle:
-            write_costs_csv(rows, handle)
-        return len(rows)
+    def export_csv(self, path: Path | str) -> None:
+        """Write every listed session, in table order, as CSV (UTF-8) to ``path``, in the cost worker thread (the
+        folder may be slow or remote). The summary line says how many were exported, or why nothing was; then
+        :attr:`exported` is emitted."""
+        rows, target = self.sessions_model.rows(), Path(path)
+        self._export_target = target
+        self._export_request = self._loader.submit(lambda _conn: _write_csv(rows, target))
 
     def export_csv_dialog(self) -> None:
         """Ask where to save, then :meth:`export_csv`."""
         path, _ = QFileDialog.getSaveFileName(self, "Export costs as CSV", "tiny-agent-costs.csv", "CSV (*.csv)")
         if path:
-            count = self.export_csv(path)
-            self.summary_label.setText(f"Exported {count:,} sessions to {Path(path).name}")
+            self.export_csv(path)
 
     # -- results -------------------------------------------------------------------------------------------------
 
     def _finished(self, number: int, result: Any) -> None:
-        if number == self._overview_request:
+        if number == self._export_request:
+            name = self._export_target.name
+            if isinstance(result, Exception):
+                reason = result.strerror if isinstance(result, OSError) and result.strerror else str(result)
+                self.summary_label.setText(f"Nothing was exported to {name}: {reason}. Choose another folder.")
+            else:
+                self.summary_label.setText(f"Exported {result:,} sessions to {name}")
+            self.exported.emit()
+        elif number == self._overview_request:
             if isinstance(result, Exception):
                 self.summary_label.setText(f"Could not read the costs: {result}")
                 return
@@ -475,3 +487,9 @@ class CostView(QWidget):
     def _activate(self, index: QModelIndex) -> None:
         if index.isValid():
             self.session_activated.emit(self.sessions_model.row(index.row()).key)
+
+
+def _write_csv(rows: list[CostRow], path: Path) -> int:
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        write_costs_csv(rows, handle)
+    return len(rows)
