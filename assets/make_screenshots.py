@@ -214,7 +214,11 @@ async def _demo(app: QApplication) -> None:
         window.resize(1440, 900)
 
         window.show_costs()
-        window.cost_view.table.selectAll() if hasattr(window.cost_view, "table") else None
+        for _ in range(100):  # the rows load in the cost worker thread
+            if window.cost_view.sessions_model.rowCount():
+                break
+            await asyncio.sleep(0.05)
+        window.cost_view.table.selectAll()  # the selected sessions side by side
         await asyncio.sleep(0.5)
         app.processEvents()
         window.grab().save(str(OUT / "screenshot-costs.png"))

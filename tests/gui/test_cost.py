@@ -164,8 +164,13 @@ def test_sorting_by_cost_puts_unknown_last_and_keeps_the_selection(qtbot: QtBot,
 
 
 def test_selection_drives_comparison_models_and_chart(qtbot: QtBot, view: CostView) -> None:
+    view.show()
+    assert view.compare_hint.isVisible()  # nothing selected: how to compare, not an empty table
+    assert not view.comparison.isVisible()
     view.chart_mode.setCurrentText(PER_SESSION)
     _select_and_wait(qtbot, view, [1, 2, 7])
+    assert view.comparison.isVisible()
+    assert not view.compare_hint.isVisible()
     assert [r.key for r in view.selected_rows()] == [session_id(n) for n in (7, 2, 1)]
     comparison = view.comparison_model
     assert comparison.columnCount() == 3
@@ -194,6 +199,7 @@ def test_selection_drives_comparison_models_and_chart(qtbot: QtBot, view: CostVi
     assert not chart.grab().isNull()
     view.table.selectionModel().clearSelection()
     assert view.comparison_model.columnCount() == 0
+    assert view.compare_hint.isVisible()
     assert sum(row.requests for row in view.model_totals.rows()) == 40
 
 

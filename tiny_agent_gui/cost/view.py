@@ -191,7 +191,7 @@ class CostView(QWidget):
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.table.setSortingEnabled(True)
         self.table.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
-        samples = {0: "2026-12-31", 2: "anthropic/claude-sonnet", 3: "local — no API charge", 7: "100.0%"}
+        samples = {0: "2026-12-31", 2: "anthropic/claude-sonnet-4.5", 3: "local — no API charge", 7: "100.0%"}
         _fit_columns(self.table, stretch=1, samples=samples)
         self.comparison = _table("Selected sessions side by side", self.comparison_model)
         self.comparison.verticalHeader().setVisible(True)
@@ -219,6 +219,16 @@ class CostView(QWidget):
         side_layout.setContentsMargins(0, 0, 0, 0)
         side_layout.addWidget(self.what_if_combo)
         side_layout.addWidget(self.comparison, 1)
+        self.compare_hint = QLabel(
+            "Select sessions in the list above to compare their cost, tokens and cache use here, side by side "
+            f"(Ctrl+click or Shift+click for several, up to {MAX_COMPARED}). Double-click one to open it.",
+            self,
+        )
+        self.compare_hint.setWordWrap(True)
+        self.compare_hint.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.compare_hint.setContentsMargins(8, 8, 8, 8)
+        side_layout.addWidget(self.compare_hint, 1)
+        self._show_compare_hint(True)
         self.tabs = QTabWidget(self)
         self.tabs.setAccessibleName("Comparison")
         self.tabs.addTab(side, "Side by side")
@@ -230,11 +240,11 @@ class CostView(QWidget):
         bottom.addWidget(self.charts)
         bottom.setStretchFactor(0, 3)
         bottom.setStretchFactor(1, 2)
+        bottom.setSizes([600, 400])  # proportions: the side-by-side table needs the width of several sessions
         split = QSplitter(Qt.Orientation.Vertical, self)
         split.addWidget(self.table)
         split.addWidget(bottom)
-        split.setStretchFactor(0, 3)
-        split.setStretchFactor(1, 2)
+        split.setSizes([500, 500])  # the comparison's dozen rows fit without scrolling at 900 px
 
         bar = QHBoxLayout()
         bar.addWidget(range_label)
@@ -412,6 +422,12 @@ class CostView(QWidget):
         self.until_edit.setEnabled(custom)
         self.reload()
 
+    def _show_compare_hint(self, shown: bool) -> None:
+        """Nothing selected: say how to compare instead of showing an empty table."""
+        self.compare_hint.setVisible(shown)
+        self.comparison.setVisible(not shown)
+        self.what_if_combo.setEnabled(not shown)
+
     def _dates_changed(self) -> None:
         if self.range_combo.currentText() == "Custom":
             self.reload()
@@ -425,6 +441,7 @@ class CostView(QWidget):
         chosen = self.selected_rows()
         self.comparison_model.set_sessions(chosen[:MAX_COMPARED])
         self.comparison.resizeColumnsToContents()
+        self._show_compare_hint(not chosen)
         mode = self.chart_mode.currentText()
         self.charts.setCurrentWidget(self.daily_chart if mode == PER_DAY else self.bar_chart)
         scope = "selected" if chosen else "listed"
