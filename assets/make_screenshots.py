@@ -338,7 +338,8 @@ async def _compare_demo(app: QApplication) -> None:
         window.show_compare_action.trigger()  # Ctrl+3
         view = window.compare_view
         view.models.setCurrentRow(0)
-        view.remove_button.click()  # the current model, added by showing the compare view: priced as local (a loopback URL)
+        # the current model, added by showing the compare view: priced as local (a loopback URL)
+        view.remove_button.click()
         for model in _COMPARED:  # priced as OpenRouter's (the price table)
             view.add_model(ModelEntry("openrouter", "OpenRouter", model, rates_in_use("openrouter", model)))
         view.start()
