@@ -26,7 +26,9 @@ show ``str(error)``, which is always a sentence a user can act on::
     ├── SessionError               the session store or its files
     │   ├── SessionCorruption          the strict reducer rejected the bytes (reference code, line, seq)
     │   ├── TransactionRejectedError   the store refused to append a transaction (nothing was written)
-    │   └── SessionLockedError         the session is open for writing elsewhere
+    │   ├── SessionLockedError         the session is open for writing elsewhere
+    │   ├── SessionChangedError        another program wrote to the file while the app held it for writing
+    │   └── SessionTooLargeError       the file is larger than the app opens, or an append would make it so
     ├── LedgerError                the SQLite index / ledger
     │   └── LedgerVersionError         the database was written by a newer, incompatible version of the app
     ├── AgentError                 the agent loop
@@ -247,6 +249,16 @@ class TransactionRejectedError(SessionError):
 
 class SessionLockedError(SessionError):
     """The session is open for writing in another window or process; it can still be read."""
+
+
+class SessionChangedError(SessionError):
+    """The session file changed under the app while it held it open for writing: another program (a tiny-agent
+    CLI, which takes no lock) wrote to it. Nothing more is written through this store; reopen the session."""
+
+
+class SessionTooLargeError(SessionError):
+    """The session file is larger than the app opens (``SESSION_FILE_MAX`` in ``session/store.py``), or an append
+    would make it so."""
 
 
 class LedgerError(TinyAgentError):

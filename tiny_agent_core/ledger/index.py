@@ -19,7 +19,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from tiny_agent_core.errors import LedgerError, SessionCorruption, SessionError
+from tiny_agent_core.errors import LedgerError, SessionCorruption, SessionError, SessionTooLargeError
 from tiny_agent_core.fork import read_copies, read_origin
 from tiny_agent_core.ledger import sidecar
 from tiny_agent_core.ledger.extract import RequestFacts, SessionFacts, extract_session
@@ -33,7 +33,8 @@ from tiny_agent_core.usage import Usage
 
 @dataclass(frozen=True, slots=True)
 class CorruptFile:
-    """A session file the index skipped: its path and the reducer's code and line."""
+    """A session file the index skipped: its path and the reducer's code and line (``FILE_TOO_LARGE``, line 1, for a
+    file over :data:`~tiny_agent_core.session.store.SESSION_FILE_MAX`)."""
 
     path: Path
     code: str
@@ -318,18 +319,26 @@ def write_session(
     reprice_session(conn, facts.id)
 
 
+def _skip(conn: sqlite3.Connection, corrupt: CorruptFile, report: ScanReport) -> None:
+    """A file the index cannot hold: reported, and its old row (if any) removed."""
+    report.corrupt.append(corrupt)
+    report.removed += conn.execute("DELETE FROM sessions WHERE path = ?", (str(corrupt.path),)).rowcount
+
+
 def _index_file(
     conn: sqlite3.Connection, workspace_id: int, path: Path, stat: os.stat_result, report: ScanReport
 ) -> None:
     try:
         data = read_session_file(path)
+    except SessionTooLargeError:
+        _skip(conn, CorruptFile(path, "FILE_TOO_LARGE", 1), report)
+        return
     except (OSError, SessionError):
         return  # vanished, unreadable or no longer a regular file since the listing: the next scan sees it again
     try:
         facts = extract_session(data)
     except SessionCorruption as error:
-        report.corrupt.append(CorruptFile(path, error.code, error.line))
-        report.removed += conn.execute("DELETE FROM sessions WHERE path = ?", (str(path),)).rowcount
+        _skip(conn, CorruptFile(path, error.code, error.line), report)
         return
     other = conn.execute("SELECT path FROM sessions WHERE id = ? AND path <> ?", (facts.id, str(path))).fetchone()
     if other is not None and Path(other[0]).exists():

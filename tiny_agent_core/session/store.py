@@ -44,7 +44,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
-from tiny_agent_core.errors import SessionCorruption, SessionError, SessionLockedError, TransactionRejectedError
+from tiny_agent_core.errors import (
+    SessionChangedError,
+    SessionCorruption,
+    SessionError,
+    SessionLockedError,
+    SessionTooLargeError,
+    TransactionRejectedError,
+)
 from tiny_agent_core.session.fact_types import SessionFact
 from tiny_agent_core.session.facts import new_id
 from tiny_agent_core.session.framing import committed_length, require_header_line
@@ -55,6 +62,7 @@ if TYPE_CHECKING:
     from hashlib import _Hash
 __all__ = [
     "ENVIRONMENT_IDENTITY_VARIABLE",
+    "SESSION_FILE_MAX",
     "SessionSnapshot",
     "SessionStore",
     "environment_identity",
@@ -67,6 +75,10 @@ __all__ = [
 ]
 
 ENVIRONMENT_IDENTITY_VARIABLE = "TINY_AGENT_ENVIRONMENT_IDENTITY"
+SESSION_FILE_MAX = 512 * 1024 * 1024
+"""The largest session file the app reads whole (and lets a session grow to). A file is held in memory while it
+is validated, several times its size, and a repository decides what lies in its sessions folder; a 5,000-message
+session is about 7 MB."""
 _UUID7_ANY_CASE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", re.IGNORECASE)
 _FILE_NAME = re.compile(r".+_([0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12})\.jsonl")
 _DUMPS = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
@@ -140,7 +152,8 @@ def _read_all(fd: int, limit: int = -1) -> bytes:
 
 def read_session_file(path: str | os.PathLike[str], *, start: int = 0, limit: int = -1) -> bytes:
     """The bytes of session file ``path`` from offset ``start`` to its end (``limit`` bytes at most, when not
-    negative), opened without blocking and without following a symbolic link.
+    negative), opened without blocking and without following a symbolic link. Read to its end, more than
+    :data:`SESSION_FILE_MAX` bytes raise :class:`SessionTooLargeError` (checked on the size first).
 
     Session files are found in workspace folders, which a repository controls: a FIFO put in a session's place would
     block a plain ``open``/``read`` forever, and a link would read a file elsewhere. A link raises ``OSError``
@@ -148,13 +161,26 @@ def read_session_file(path: str | os.PathLike[str], *, start: int = 0, limit: in
     """
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             raise SessionError(f"Not a regular file: {path}")
+        if limit < 0 and info.st_size - start > SESSION_FILE_MAX:
+            raise _too_large(path, info.st_size)
         if start:
             os.lseek(fd, start, os.SEEK_SET)
-        return _read_all(fd, limit)
+        data = _read_all(fd, SESSION_FILE_MAX + 1 if limit < 0 else limit)
+        if limit < 0 and len(data) > SESSION_FILE_MAX:  # it grew while being read
+            raise _too_large(path, start + len(data))
+        return data
     finally:
         os.close(fd)
+
+
+def _too_large(path: str | os.PathLike[str], size: int) -> SessionTooLargeError:
+    return SessionTooLargeError(
+        f"Session file {os.fspath(path)} is {size / 2**20:,.0f} MiB; files over {SESSION_FILE_MAX // 2**20} MiB are "
+        "not opened (reading one would take several times that in memory). Move it out of the sessions folder."
+    )
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -278,6 +304,7 @@ class SessionStore:
         self._mutex = threading.Lock()
         self._observers: list[CommitObserver] = []
         self._closed = False
+        self._changed_elsewhere = False
         self._digest: _Hash | None = None
         self.resumed = False
         """Whether :meth:`open` reused a :class:`SessionSnapshot`'s state instead of reducing the file."""
@@ -495,6 +522,7 @@ class SessionStore:
         with self._mutex:
             fd = self._writable_fd()
             state = self._state
+            self._require_unchanged(fd, state.repaired_length)
             timestamp = int(time.time() * 1000)
             committed: list[dict[str, Any]] = []
             for index, value in enumerate(values):
@@ -514,6 +542,11 @@ class SessionStore:
             except (TypeError, ValueError, RecursionError) as error:
                 raise TransactionRejectedError("MALFORMED_JSON", line_no) from error
             old_length = state.repaired_length
+            if old_length + len(line) + 1 > SESSION_FILE_MAX:
+                raise SessionTooLargeError(
+                    f"Session {self.session_id} has reached {SESSION_FILE_MAX // 2**20} MiB, the most the app opens; "
+                    "nothing was written. Continue in a new session."
+                )
             try:
                 staged = stage_transaction(state, line, line_no)
             except SessionCorruption as error:
@@ -532,6 +565,17 @@ class SessionStore:
                 self._digest.update(line + b"\n")
         self._notify(staged.facts)
         return committed
+
+    def _require_unchanged(self, fd: int, length: int) -> None:
+        """The file must still end where this store's last commit left it. The reference CLIs take no lock, so one
+        of them appending meanwhile would make the next line here repeat a ``seq`` and the file unreadable; from
+        then on nothing is written here (one ``fstat`` per append)."""
+        if self._changed_elsewhere or os.fstat(fd).st_size != length:
+            self._changed_elsewhere = True
+            raise SessionChangedError(
+                f"Session {self.session_id} was changed by another program (a tiny-agent command line?) while it "
+                "was open here; nothing was written. Open the session again to continue it."
+            )
 
     def _writable_fd(self) -> int:
         if self._closed:

@@ -163,6 +163,17 @@ def test_corrupt_file_is_reported_and_skipped(conn: sqlite3.Connection, workspac
     assert [s.id for s in list_sessions(conn, workspace)] == [good.id]
 
 
+def test_a_file_too_large_to_read_is_reported_without_being_read(conn: sqlite3.Connection, workspace: Path) -> None:
+    good = _tool_session(workspace, 1)
+    huge = _tool_session(workspace, 2, created_at=T0 + 1)
+    scan_workspace(conn, workspace)
+    with huge.path.open("r+b") as handle:  # sparse: a repository's 3 GB file costs it nothing on disk
+        handle.truncate(3 * 2**30)
+    report = scan_workspace(conn, workspace)
+    assert [(c.path, c.code, c.line) for c in report.corrupt] == [(huge.path, "FILE_TOO_LARGE", 1)]
+    assert [s.id for s in list_sessions(conn, workspace)] == [good.id]
+
+
 def test_torn_tail_is_ignored(conn: sqlite3.Connection, workspace: Path) -> None:
     session = _tool_session(workspace)
     with session.path.open("ab") as handle:

@@ -16,7 +16,14 @@ from typing import Any
 import pytest
 
 from tests.core.session.builders import Call, SessionScript
-from tiny_agent_core.errors import SessionCorruption, SessionError, SessionLockedError, TransactionRejectedError
+from tiny_agent_core.errors import (
+    SessionChangedError,
+    SessionCorruption,
+    SessionError,
+    SessionLockedError,
+    SessionTooLargeError,
+    TransactionRejectedError,
+)
 from tiny_agent_core.session import (
     SessionStore,
     environment_identity,
@@ -26,7 +33,9 @@ from tiny_agent_core.session import (
     session_file_name,
     state_to_json,
 )
+from tiny_agent_core.session import store as store_module
 from tiny_agent_core.session.fact_types import AbortRequested, RunStarted, SessionFact, UserEntry
+from tiny_agent_core.session.store import SESSION_FILE_MAX, read_session_file
 
 NAME = re.compile(
     r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z_[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\.jsonl"
@@ -286,6 +295,45 @@ def test_a_second_writer_is_refused_but_reading_works(store: SessionStore) -> No
     store.close()
     with SessionStore.open(store.path) as second:
         assert second.state.fact_count == 3
+
+
+def test_a_line_another_program_appended_stops_further_writes_and_stays_readable(
+    store: SessionStore, tmp_path: Path
+) -> None:
+    store.append(run_facts())
+    before = store.path.read_bytes()
+    elsewhere = tmp_path / "cli" / store.path.name  # the same session, appended to by a reference CLI (no lock)
+    elsewhere.parent.mkdir()
+    elsewhere.write_bytes(before)
+    with SessionStore.open(elsewhere) as cli:
+        cli.append(abort_fact(cli))
+    with store.path.open("ab") as raw:
+        raw.write(elsewhere.read_bytes()[len(before) :])
+    for _ in range(2):  # and every later append: this store's state no longer describes the file
+        with pytest.raises(SessionChangedError, match=r"changed by another program.*nothing was written"):
+            store.append(abort_fact(store))
+    assert store.path.read_bytes() == elsewhere.read_bytes()
+    store.close()
+    with SessionStore.open(store.path) as reopened:
+        assert reopened.state.fact_count == 3
+
+
+def test_a_file_over_the_size_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "huge.jsonl"
+    with path.open("wb") as handle:
+        handle.truncate(SESSION_FILE_MAX + 1)  # sparse
+    with pytest.raises(SessionTooLargeError, match=r"files over 512 MiB are not opened.*Move it out"):
+        read_session_file(path)
+    assert read_session_file(path, limit=4) == b"\0" * 4  # a bounded read (the header probe) still works
+
+
+def test_a_session_stops_growing_at_the_size_limit(store: SessionStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    before = snapshot(store)
+    monkeypatch.setattr(store_module, "SESSION_FILE_MAX", store.path.stat().st_size + 600)
+    with pytest.raises(SessionTooLargeError, match="the most the app opens; nothing was written"):
+        store.append(run_facts("x" * 600))
+    assert snapshot(store) == before
+    store.append(run_facts("short"))  # what fits is still written
 
 
 def test_closed_store_refuses_appends(store: SessionStore) -> None:
