@@ -6,6 +6,7 @@ import csv
 import json
 import sqlite3
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -112,9 +113,11 @@ def test_rows_newest_first_with_a_date_and_unknown_never_zero(view: CostView) ->
         "Title",
         "Models",
         "Cost",
+        "Cost per run",
         "Input",
         "Output",
         "Cache read",
+        "Cache write",
         "Cache hit",
     ]
     assert model.row(0).key == session_id(39)
@@ -129,7 +132,7 @@ def test_rows_newest_first_with_a_date_and_unknown_never_zero(view: CostView) ->
     tooltip = model.data(model.index(row7, COST), Qt.ItemDataRole.ToolTipRole)
     assert "unknown" in tooltip
     assert "Settings → Prices" in tooltip
-    assert model.data(model.index(0, 7)) == "16.1%"  # 200 / (1039 + 200)
+    assert model.data(model.index(0, 9)) == "16.1%"  # 200 / (1039 + 200)
     assert isinstance(model.data(model.index(0, 0), RowRole).cost, Decimal | None)
     assert "40 sessions" in view.summary_label.text()
     assert "+ " in view.summary_label.text()
@@ -161,6 +164,47 @@ def test_sorting_by_cost_puts_unknown_last_and_keeps_the_selection(qtbot: QtBot,
     view.table.sortByColumn(1, Qt.SortOrder.AscendingOrder)
     titles = [(view.sessions_model.row(r).title or "").casefold() for r in range(40)]
     assert titles == sorted(titles)
+
+
+def test_cost_per_run_and_cache_write_columns_sort_with_unknown_last(conn: sqlite3.Connection) -> None:
+    rows = cost_rows(conn)
+    known = next(row for row in rows if row.cost == cost_of(1))
+    unknown = next(row for row in rows if row.cost is None)
+    two_runs = replace(known, key="two", runs=3, successful_runs=2, usage=replace(known.usage, cache_write=1234))
+    partial = replace(known, key="partial", unknown_cost_requests=1)
+    unanswered = replace(known, key="unanswered", successful_runs=0)
+    model = session_model()
+    model.set_rows([unknown, unanswered, two_runs, partial, known])
+    headers = [model.headerData(c, Qt.Orientation.Horizontal) for c in range(model.columnCount())]
+    per_run, cache_write = headers.index("Cost per run"), headers.index("Cache write")
+
+    def texts(column: int) -> dict[str, str]:
+        return {model.row(r).key: model.data(model.index(r, column)) for r in range(model.rowCount())}
+
+    assert texts(per_run) == {
+        known.key: "$0.0002",
+        "two": "$0.0001",  # $0.0002 over 2 answered runs
+        "partial": "≥ $0.0002",  # a lower bound, as the cost is
+        unknown.key: "unknown",  # never $0
+        "unanswered": "—",  # no run answered: nothing to divide by
+    }
+    two_row = next(r for r in range(model.rowCount()) if model.row(r).key == "two")
+    assert "2 answered run(s) of 3" in model.data(model.index(two_row, per_run), Qt.ItemDataRole.ToolTipRole)
+    unknown_row = next(r for r in range(model.rowCount()) if model.row(r).key == unknown.key)
+    assert model.data(model.index(unknown_row, per_run), Qt.ItemDataRole.FontRole).italic()
+    assert texts(cache_write)["two"] == "1,234"
+    model.sort(per_run, Qt.SortOrder.AscendingOrder)
+    assert model.row(0).key == "two"
+    assert {model.row(r).key for r in range(1, 3)} == {known.key, "partial"}
+    assert {model.row(r).key for r in range(3, 5)} == {unknown.key, "unanswered"}  # unknown after known
+    model.sort(cache_write, Qt.SortOrder.DescendingOrder)
+    assert model.row(0).key == "two"
+    comparison = ComparisonModel()
+    comparison.set_sessions([unknown, two_runs])
+    per_run_metric = next(
+        r for r in range(comparison.rowCount()) if comparison.headerData(r, Qt.Orientation.Vertical) == "Cost per run"
+    )
+    assert [comparison.data(comparison.index(per_run_metric, c)) for c in range(2)] == ["unknown", "$0.0001"]
 
 
 def test_selection_drives_comparison_models_and_chart(qtbot: QtBot, view: CostView) -> None:

@@ -87,8 +87,31 @@ class Column:
     """The cost column (italic when the cost is unknown)."""
 
 
-def _cost_column(header: str = "Cost") -> Column:
-    return Column(header, row_cost_text, lambda r: _sort_number(r.cost), tooltip=cost_tooltip, is_cost=True)
+def cost_per_run_text(row: CostRow) -> str:
+    """What an answered run cost: :data:`NOT_APPLICABLE` when no run answered, ``unknown`` when no request's cost
+    is known, a lower bound (``≥``) when some are unknown."""
+    if row.successful_runs == 0:
+        return NOT_APPLICABLE
+    return cost_text(None) if row.cost is None else _money(row.cost_per_run, row.cost_complete)
+
+
+def cost_per_run_tooltip(row: CostRow) -> str:
+    """What the cost is divided by, then the cost's own tooltip."""
+    return f"The cost over {row.successful_runs:,} answered run(s) of {row.runs:,}\n{cost_tooltip(row)}"
+
+
+def _cost_column(
+    header: str = "Cost",
+    text: Callable[[CostRow], str] = row_cost_text,
+    amount: Callable[[CostRow], Decimal | None] = lambda r: r.cost,
+    tooltip: Callable[[CostRow], str] = cost_tooltip,
+) -> Column:
+    """A column of an amount of money: unknown amounts sort after known ones (ascending) and are shown in italics."""
+    return Column(header, text, lambda r: _sort_number(amount(r)), tooltip=tooltip, is_cost=True)
+
+
+def _cost_per_run_column(header: str) -> Column:
+    return _cost_column(header, cost_per_run_text, lambda r: r.cost_per_run, cost_per_run_tooltip)
 
 
 SESSION_COLUMNS: tuple[Column, ...] = (
@@ -96,12 +119,14 @@ SESSION_COLUMNS: tuple[Column, ...] = (
     Column("Title", lambda r: r.title or "(untitled session)", lambda r: (r.title or "").casefold(), numeric=False),
     Column("Models", models_text, lambda r: r.models, numeric=False, tooltip=models_text),
     _cost_column(),
+    _cost_per_run_column("Cost per run"),
     Column("Input", lambda r: tokens_text(r.usage.input), lambda r: r.usage.input),
     Column("Output", lambda r: tokens_text(r.usage.output), lambda r: r.usage.output),
     Column("Cache read", lambda r: tokens_text(r.usage.cache_read), lambda r: r.usage.cache_read),
+    Column("Cache write", lambda r: tokens_text(r.usage.cache_write), lambda r: r.usage.cache_write),
     Column("Cache hit", lambda r: rate_text(r.cache_hit_rate), lambda r: _sort_number(r.cache_hit_rate)),
 )
-"""Columns of the sessions table."""
+"""Columns of the sessions table (SPEC §7: tokens by kind, cache hit rate, cost, cost per run, models)."""
 
 MODEL_COLUMNS: tuple[Column, ...] = (
     Column("Model", lambda r: r.label, lambda r: r.key, numeric=False, tooltip=lambda r: r.label),
@@ -109,7 +134,7 @@ MODEL_COLUMNS: tuple[Column, ...] = (
     Column(
         "Per session", lambda r: _money(r.cost_per_session, r.cost_complete), lambda r: _sort_number(r.cost_per_session)
     ),
-    Column("Per run", lambda r: _money(r.cost_per_run, r.cost_complete), lambda r: _sort_number(r.cost_per_run)),
+    _cost_per_run_column("Per run"),
     Column(
         "Tokens / run",
         lambda r: NOT_APPLICABLE if r.tokens_per_run is None else tokens_text(r.tokens_per_run),
@@ -252,7 +277,7 @@ COMPARISON_METRICS: tuple[tuple[str, Callable[[CostRow], str]], ...] = (
     ("Date", _date),
     ("Models", models_text),
     ("Cost", row_cost_text),
-    ("Cost per run", lambda r: _money(r.cost_per_run, r.cost_complete)),
+    ("Cost per run", cost_per_run_text),
     ("Runs answered", lambda r: f"{r.successful_runs:,} of {r.runs:,}"),
     ("Requests", lambda r: tokens_text(r.requests)),
     ("Input tokens", lambda r: tokens_text(r.usage.input)),

@@ -191,7 +191,13 @@ class CostView(QWidget):
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.table.setSortingEnabled(True)
         self.table.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
-        samples = {0: "2026-12-31", 2: "anthropic/claude-sonnet-4.5", 3: "local — no API charge", 7: "100.0%"}
+        samples = {
+            0: "2026-12-31",
+            2: "anthropic/claude-sonnet-4.5",
+            3: "local — no API charge",
+            4: "≥ $0.00012",
+            9: "100.0%",
+        }
         _fit_columns(self.table, stretch=1, samples=samples)
         self.comparison = _table("Selected sessions side by side", self.comparison_model)
         self.comparison.verticalHeader().setVisible(True)
