@@ -341,6 +341,7 @@ class MainWindow(QMainWindow):
         self.inspector.row_requested.connect(self._select_transcript_row)
         self.controller.mcp_failed.connect(self._mcp_failed)
         self.composer.submitted.connect(self._submit)
+        self.controller.refused.connect(self.composer.give_back)
         self.composer.cancel_requested.connect(self.stop)
         self.composer.model_requested.connect(self.choose_model)
         self.transcript.rerun_requested.connect(self.model_choice.rerun)
@@ -663,6 +664,8 @@ class MainWindow(QMainWindow):
             self.new_session()
         if self.controller.session is not None:
             self.controller.submit(prompt)
+        else:  # no session could be started (the banner says why): keep what was typed
+            self.composer.give_back(prompt)
 
     def _select_transcript_row(self, row: int) -> None:
         """A waterfall row was clicked: select (and show) what it stands for in the transcript too."""

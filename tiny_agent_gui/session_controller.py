@@ -9,6 +9,10 @@ With ``mcp`` (the window's :class:`~tiny_agent_core.mcp.app_servers.AppServers`)
 the enabled MCP servers (once per window; again after a settings change) and offers their tools next to the
 built-ins; a server that cannot be connected is reported through :attr:`SessionController.mcp_failed` and the
 operation goes on without its tools. Esc while connecting stops the operation before it starts.
+
+Nothing typed is lost: a prompt that is refused before it becomes durable (no provider, another operation running,
+an unfinished operation in the session, text a session file cannot hold, Esc while the MCP servers connect, a
+failed append) comes back through :attr:`SessionController.refused` as typed, after the signal that says why.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from tiny_agent_core.mcp.errors import McpError
 from tiny_agent_core.pricing import Overrides
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.providers.profiles import ProviderProfile
+from tiny_agent_core.session import facts
 from tiny_agent_core.timeline import Timeline
 from tiny_agent_core.tools.approval import Approver, ToolSettings
 from tiny_agent_core.tools.base import Tool
@@ -111,6 +116,9 @@ class SessionController(QObject):
     mcp_failed = Signal(object)
     """An :class:`~tiny_agent_core.mcp.errors.McpError`: an MCP server (or the catalog) could not be used; the
     operation goes on without its tools."""
+    refused = Signal(str)
+    """What the user typed, given back: it was not sent (:attr:`failed` or :attr:`unfinished` said why just
+    before), so the window puts it back in the composer."""
 
     def __init__(
         self,
@@ -143,6 +151,8 @@ class SessionController(QObject):
         self._agent_key: tuple[object, ...] | None = None
         self._in_use: Connection | None = None
         self._task: asyncio.Task[None] | None = None
+        self._unsent: str | None = None
+        """The typed text the running operation was started from, until it is used (its prompt is durable)."""
         self._opening: asyncio.Task[None] | None = None
         self._timeline: Timeline | None = None
         self._kept = KeptSessions()
@@ -325,14 +335,29 @@ class SessionController(QObject):
         self._switch(opened, timeline)
 
     def submit(self, prompt: str) -> None:
-        """Run ``prompt`` in the open session."""
+        """Run ``prompt`` in the open session; when it cannot be sent, say why and give it back (:attr:`refused`)."""
         if not prompt.strip():
+            return
+        if facts.make_persistable(prompt)[1]:
+            self.failed.emit(
+                "The prompt contains text that is not valid Unicode (a lone surrogate), which a session file cannot "
+                "hold; it is back in the composer: retype that part."
+            )
+            self.refused.emit(prompt)
+            return
+        session = self._session
+        if session is not None and not session.read_only and session.store.state.operation.kind != "idle":
+            self.unfinished.emit(
+                "This session has an unfinished operation: recover it (or abort it, Session menu) before a new "
+                "prompt; your prompt is back in the composer."
+            )
+            self.refused.emit(prompt)
             return
 
         async def work(agent: Agent) -> RunResult:
             return await agent.run(prompt)
 
-        self._start(work)
+        self._start(work, typed=prompt)
 
     def recover(self) -> None:
         """Finish the operation a crash or an unexpected error left open, as the recovery planner says."""
@@ -477,22 +502,32 @@ class SessionController(QObject):
     async def _recover(self, agent: Agent) -> RunResult | None:
         return await agent.resume()
 
-    def _start(self, work: Callable[[Agent], Coroutine[Any, Any, RunResult | None]]) -> None:
+    def _start(self, work: Callable[[Agent], Coroutine[Any, Any, RunResult | None]], typed: str | None = None) -> None:
+        """Start ``work`` as the operation; ``typed``: the text it comes from, given back if it is never used."""
         session = self._session
         if session is None:
-            self.failed.emit("Open or start a session first.")
+            self._refuse("Open or start a session first.", typed)
             return
         if session.read_only:
-            self.failed.emit(session.read_only_reason or "This session is read-only.")
+            self._refuse(session.read_only_reason or "This session is read-only.", typed)
             return
         if self.busy:
-            self.failed.emit("An operation is already running; press Esc to stop it.")
+            self._refuse("An operation is already running; press Esc to stop it.", typed)
             return
         agent = self._agent_for(session)
-        if agent is None:
+        if agent is None:  # no provider: _agent_for said so
+            self._refuse(None, typed)
             return
+        self._unsent = typed
         self._task = asyncio.ensure_future(self._run(agent, work))
         self.busy_changed.emit(True)
+
+    def _refuse(self, reason: str | None, typed: str | None) -> None:
+        """Say why nothing was started (unless already said), and give back what was typed."""
+        if reason is not None:
+            self.failed.emit(reason)
+        if typed is not None:
+            self.refused.emit(typed)
 
     async def _run(self, agent: Agent, work: Callable[[Agent], Coroutine[Any, Any, RunResult | None]]) -> None:
         report: Callable[[], None] | None = None  # what to tell the window once the index is current
@@ -520,10 +555,15 @@ class SessionController(QObject):
             finally:
                 if report is not None:
                     report()
+                unsent, self._unsent = self._unsent, None
+                if unsent is not None:  # stopped before its prompt was durable (Esc while connecting, a failed append)
+                    self.refused.emit(unsent)
                 self.busy_changed.emit(False)
 
     def _run_started(self, _event: object) -> None:
-        """The prompt is durable: index the session now (off the GUI thread), then say so with :attr:`indexed`."""
+        """The prompt is durable (nothing to give back any more): index the session now (off the GUI thread), then
+        say so with :attr:`indexed`."""
+        self._unsent = None
         agent = self._agent
         if agent is None or self._workbench.database is None:
             return

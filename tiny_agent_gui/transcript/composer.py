@@ -1,10 +1,15 @@
 """The composer under the transcript: the model of the next request above it (Ctrl+M changes it); type a prompt,
-Enter sends, Shift+Enter breaks the line, Esc cancels."""
+Enter sends, Shift+Enter breaks the line, Esc cancels.
+
+Sending clears the editor at once; a prompt the window could not send comes back (:meth:`Composer.give_back`).
+What was typed meanwhile is never overwritten: the prompt given back goes before it, a blank line between (it was
+written first), and the cursor goes to the end.
+"""
 
 from __future__ import annotations
 
 from PySide6.QtCore import QSize, Qt, Signal, Slot
-from PySide6.QtGui import QKeyEvent
+from PySide6.QtGui import QKeyEvent, QTextCursor
 from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
 from tiny_agent_gui.model_picker import ModelButton
@@ -103,6 +108,18 @@ class Composer(QWidget):
         self.button.setText(label)
         self.button.setAccessibleName(label)
         self.button.setToolTip(tip)
+
+    @Slot(str)
+    def give_back(self, prompt: str) -> None:
+        """``prompt`` was not sent: put it back (before anything typed since, see the module docstring), with the
+        cursor at the end and the focus in the editor."""
+        current = self.editor.toPlainText()
+        if current != prompt:
+            cursor = QTextCursor(self.editor.document())
+            cursor.movePosition(QTextCursor.MoveOperation.Start)
+            cursor.insertText(f"{prompt}\n\n" if current.strip() else prompt)
+        self.editor.moveCursor(QTextCursor.MoveOperation.End)
+        self.editor.setFocus()
 
     def _button_clicked(self) -> None:
         if self._busy:

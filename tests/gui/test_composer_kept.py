@@ -1,0 +1,104 @@
+"""Nothing typed is lost: a prompt the window cannot send comes back to the composer (the banner says why), through
+the real window and the loopback provider."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from pytestqt.qtbot import QtBot
+
+from tests.core.test_model_catalog import session_left_open
+from tests.gui.test_main_window import server, window
+from tests.gui.test_mcp import hanging_server, mcp_window, windows
+from tests.gui.waiting import activated, until
+from tests.loopback import LoopbackServer
+from tiny_agent_core.mcp.app_catalog import AppCatalog
+from tiny_agent_gui.main_window import MainWindow
+
+__all__ = ["server", "window", "windows"]  # the fixtures
+
+
+async def _type_and_send(window: MainWindow, qtbot: QtBot, text: str) -> None:
+    """Type ``text`` in the composer and press Enter, as the user does."""
+    await activated(window)
+    editor = window.composer.editor
+    editor.setFocus()
+    qtbot.keyClicks(editor, text)
+    qtbot.keyClick(editor, Qt.Key.Key_Return)
+
+
+def _given_back(window: MainWindow, text: str) -> bool:
+    """The composer holds ``text`` again, with the cursor at its end."""
+    editor = window.composer.editor
+    return editor.toPlainText() == text and editor.textCursor().position() == len(text)
+
+
+async def test_a_prompt_without_a_provider_comes_back(window: MainWindow, qtbot: QtBot) -> None:
+    window.services.settings.remove_profile("local")
+    await _type_and_send(window, qtbot, "write the report")
+    assert "Set up a provider first" in window.banner_text.text()
+    assert _given_back(window, "write the report")
+    assert window.composer.editor.hasFocus()
+    assert window.controller.session is None
+
+
+async def test_a_prompt_into_an_open_session_without_a_provider_comes_back(window: MainWindow, qtbot: QtBot) -> None:
+    window.new_session()
+    assert window.controller.session is not None
+    window.services.settings.remove_profile("local")
+    await _type_and_send(window, qtbot, "and then?")
+    assert "Set up a provider first" in window.banner_text.text()
+    assert _given_back(window, "and then?")
+
+
+async def test_a_prompt_into_a_session_with_an_unfinished_operation_comes_back(
+    window: MainWindow, server: LoopbackServer, qtbot: QtBot
+) -> None:
+    workspace = Path(window.services.settings.workspaces[0])
+    window.controller.open(session_left_open(workspace, "other-model"))  # its recovery is blocked: another model
+    await window.controller.wait_idle()
+    await until(lambda: not window.controller.busy)
+    assert window.banner_action.text() == "Abort Unfinished Operation"
+    requests = len(server.requests)
+    await _type_and_send(window, qtbot, "carry on")
+    assert "unfinished operation" in window.banner_text.text()
+    assert window.banner_action.text() == "Recover"
+    assert _given_back(window, "carry on")
+    assert not window.controller.busy
+    assert len(server.requests) == requests  # nothing was sent
+
+
+async def test_a_prompt_with_a_lone_surrogate_comes_back(window: MainWindow, server: LoopbackServer) -> None:
+    window.new_session()
+    # A Qt signal cannot carry a lone surrogate (the composer's text never holds one); a prompt made in Python
+    # can, e.g. from a file name decoded with surrogateescape.
+    window.controller.submit("rename caf\udce9.txt")
+    assert "lone surrogate" in window.banner_text.text()
+    assert window.composer.text().startswith("rename caf")  # Qt cannot hold the surrogate: the rest comes back
+    assert not window.controller.busy
+    assert window.timeline is not None
+    assert not list(window.timeline.items)  # nothing was written
+    assert not server.requests
+
+
+async def test_esc_while_the_mcp_servers_connect_gives_the_prompt_back(
+    tmp_path: Path, server: LoopbackServer, qtbot: QtBot, windows: list[MainWindow]
+) -> None:
+    window = mcp_window(tmp_path, server, qtbot, AppCatalog({"slow": hanging_server()}, frozenset({"slow"})))
+    windows.append(window)
+    await _type_and_send(window, qtbot, "hello")
+    assert window.composer.text() == ""  # sent: the editor is cleared
+    await until(lambda: window.controller._connecting_mcp is not None, 5)
+    qtbot.keyClick(window.composer.editor, Qt.Key.Key_Escape)
+    await until(lambda: not window.controller.busy)
+    assert _given_back(window, "hello")
+    assert server.requests == []  # the model was never asked
+
+
+async def test_what_was_typed_meanwhile_is_kept_after_the_prompt_given_back(window: MainWindow) -> None:
+    window.composer.editor.setPlainText("a second thought")
+    window.composer.give_back("the first prompt")
+    assert _given_back(window, "the first prompt\n\na second thought")
+    window.composer.give_back("the first prompt\n\na second thought")  # the same text: nothing doubles
+    assert window.composer.text() == "the first prompt\n\na second thought"
