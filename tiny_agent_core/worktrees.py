@@ -14,8 +14,9 @@ Repository contents are hostile: nothing is followed out of the workspace. Direc
 following symlinks, files are opened with ``O_NOFOLLOW`` and must be regular files when opened (FIFOs, sockets and
 devices are skipped), and a symlink is recreated only when it is relative and resolves inside the workspace (an
 absolute one would point back at the original; one leaving the workspace could reach the data folder). Git runs
-no program the repository's own configuration names (hooks, file-system monitor, filter drivers, submodule
-fetches), without prompts, and without this process's secret-looking environment variables.
+no program the repository's own configuration names (hooks, file-system monitor, filter drivers — also those only
+a linked worktree sees —, submodule fetches, credential helpers, password prompts), uses no transport (a partial
+clone does not fetch), and gets none of this process's secret-looking environment variables.
 
 :func:`workspace_changes` compares a copy with the tree it started from: the copy records a manifest (path →
 SHA-256) when made, and a changed file's old text is read from the original while the original still has the
@@ -239,17 +240,24 @@ def _plain_copy(original: Path, destination: Path, limits: CopyLimits) -> Worksp
 
 
 _NO_PROGRAMS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "submodule.recurse=false",
-                "-c", "protocol.allow=never")  # fmt: skip
+                "-c", "protocol.allow=never", "-c", "credential.helper=", "-c", "core.askPass=")  # fmt: skip
 """A workspace's own git configuration (one unpacked with its ``.git`` folder) may name programs git runs on its
-own: hooks, the file-system monitor that status-like commands (``stash create``, ``ls-files``) call, and submodule
-fetches. None of them runs for the app's commands; filter drivers are switched off by :func:`_filters_off`."""
+own: hooks, the file-system monitor that status-like commands (``stash create``, ``ls-files``) call, submodule
+fetches, credential helpers and password prompts (which a user's Git LFS filter may ask for). None of them runs for
+the app's commands; transports are off in :func:`_git_environment` and filter drivers in :func:`_filters_off`."""
 
 
 def _git_environment() -> dict[str, str]:
-    """This process's environment without anything secret-looking (provider keys live here), plus git's own."""
+    """This process's environment without anything secret-looking (provider keys live here), plus git's own: no
+    transport at all (``GIT_ALLOW_PROTOCOL`` empty overrides a repository's ``protocol.<name>.allow``, so a partial
+    clone cannot fetch a missing object through its remote's ``uploadpack`` program), no prompts."""
     environment = {name: value for name, value in os.environ.items() if not looks_secret(name)}
     return environment | {
+        "GIT_ALLOW_PROTOCOL": "",
+        "GIT_NO_LAZY_FETCH": "1",
         "GIT_TERMINAL_PROMPT": "0",
+        "GIT_ASKPASS": "",
+        "SSH_ASKPASS": "",
         "GIT_AUTHOR_NAME": "tiny-agent",
         "GIT_AUTHOR_EMAIL": "tiny-agent@localhost",
         "GIT_COMMITTER_NAME": "tiny-agent",
@@ -270,14 +278,24 @@ def _run_git(cwd: Path, options: Sequence[str], args: Sequence[str]) -> subproce
         raise WorkspaceCopyError(f"git {args[0]} failed in {cwd}: {error}") from error
 
 
+_TRUSTED_SCOPES = frozenset({"global", "system", "command"})
+"""What the user wrote (``~/.gitconfig``, ``/etc/gitconfig``, ``GIT_CONFIG_PARAMETERS``), not the repository."""
+
+
 def _filters_off(cwd: Path) -> list[str]:
-    """Options that switch off each filter driver the repository's own configuration defines (``filter.NAME.clean``,
-    ``smudge`` and ``process`` run programs on checkout and on hashing the working tree). The user's global and
+    """Options that switch off each filter driver the repository's own configuration defines, as git run in ``cwd``
+    sees it (``.git/config``, ``config.worktree``, and files either includes, conditional ones too): ``clean``,
+    ``smudge`` and ``process`` run programs on checkout and on hashing the working tree. The user's global and
     system drivers (Git LFS) stay. A name that cannot be given to ``-c`` refuses the copy rather than run it."""
-    listed = _run_git(cwd, _NO_PROGRAMS, ["config", "--local", "--includes", "-z", "--get-regexp", r"^filter\."])
-    names = {entry.split(b"\n", 1)[0].decode("utf-8", "surrogateescape") for entry in listed.stdout.split(b"\0")}
+    listed = _run_git(cwd, _NO_PROGRAMS, ["config", "--includes", "--show-scope", "-z", "--get-regexp", r"^filter\."])
+    fields = listed.stdout.split(b"\0")
+    keys = {
+        entry.split(b"\n", 1)[0].decode("utf-8", "surrogateescape")
+        for scope, entry in zip(fields[0::2], fields[1::2], strict=False)
+        if scope.decode("utf-8", "replace") not in _TRUSTED_SCOPES
+    }
     options: list[str] = []
-    for name in sorted({key[len("filter.") : key.rindex(".")] for key in names if key.count(".") >= 2}):
+    for name in sorted({key[len("filter.") : key.rindex(".")] for key in keys if key.count(".") >= 2}):
         if "=" in name or not name.isprintable():
             raise WorkspaceCopyError(
                 f"the repository's git configuration defines a filter named {name!r}, which git cannot be told to "
@@ -312,7 +330,14 @@ def _git_top(original: Path) -> Path | None:
 def _worktree(original: Path, top: Path, destination: Path, limits: CopyLimits) -> WorkspaceCopy:
     start = _git(original, "stash", "create").strip() or "HEAD"
     destination.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    _git(original, "worktree", "add", "--detach", str(destination), start)
+    # Checked out from inside the new worktree, so that filters switched on only there (config.worktree, an
+    # includeIf matching linked worktrees' git folders) are among those switched off.
+    _git(original, "worktree", "add", "--no-checkout", "--detach", str(destination), start)
+    try:
+        _git(destination, "reset", "--hard", "-q")
+    except BaseException:
+        _git(original, "worktree", "remove", "--force", str(destination), check=False)
+        raise
     relative_root = os.path.relpath(os.path.realpath(original), os.path.realpath(top))
     path = destination if relative_root == "." else destination / relative_root
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from pathlib import Path
@@ -229,3 +230,37 @@ def test_a_filter_name_git_cannot_be_told_to_skip_refuses_the_copy(tmp_path: Pat
     with pytest.raises(WorkspaceCopyError, match=r"defines a filter named 'a=b'.*remove it from \.git/config"):
         make_copy(repo, tmp_path / "data" / "1")
     assert not (tmp_path / "data" / "1").exists()
+
+
+@pytest.mark.parametrize("where", ["config.worktree", "includeIf for linked worktrees"])
+def test_filters_switched_on_only_for_a_worktree_do_not_run_either(where: str, tmp_path: Path) -> None:
+    repo = _repository(tmp_path / "repo", {".gitattributes": "*.txt filter=evil\n", "a.txt": "v1\n"})
+    marker = tmp_path / "ran"
+    evil = f"sh -c 'touch {marker}; cat'"
+    if where == "config.worktree":
+        _git(repo, "config", "extensions.worktreeConfig", "true")
+        for key in ("clean", "smudge"):
+            _git(repo, "config", "--worktree", f"filter.evil.{key}", evil)
+    else:  # read only by git running in a linked worktree, i.e. by the checkout of the copy
+        _git(repo, "config", "--file", ".git/evil.config", "filter.evil.smudge", evil)
+        _git(repo, "config", "includeIf.gitdir:**/worktrees/**.path", "evil.config")
+    copy = make_copy(repo, tmp_path / "data" / "1")
+    assert (copy.path / "a.txt").read_text() == "v1\n"
+    remove_copy(copy)
+    assert not marker.exists()
+
+
+def test_a_partial_clone_fetches_nothing_through_its_remote_s_programs(tmp_path: Path) -> None:
+    source = _repository(tmp_path / "source", {"a.txt": "v1\n"})
+    _git(source, "config", "uploadpack.allowFilter", "true")
+    repo = tmp_path / "repo"
+    _git(tmp_path, "clone", "-q", "--no-local", "--no-checkout", "--filter=blob:none", f"file://{source}", str(repo))
+    _git(repo, "read-tree", "HEAD")  # the working tree as if checked out, its blob still missing from the objects
+    (repo / "a.txt").write_text("v1\n")
+    _git(repo, "update-index", "--refresh")
+    marker = tmp_path / "ran"
+    _git(repo, "config", "protocol.file.allow", "always")
+    _git(repo, "config", "remote.origin.uploadpack", f"sh -c 'touch {marker}; git-upload-pack \"$@\"' -")
+    with contextlib.suppress(WorkspaceCopyError):  # the missing file cannot be fetched: no copy, or one without it
+        remove_copy(make_copy(repo, tmp_path / "data" / "1"))
+    assert not marker.exists()
