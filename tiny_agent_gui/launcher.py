@@ -6,6 +6,11 @@ painted and quits). ``--version``, ``--install-desktop-entry``, ``--remove-deskt
 :func:`tiny_agent_gui.system_check.check` makes sure the display and the xcb plugin's libraries are there: if not,
 one line names what is missing and the exit status is 2 (instead of Qt's misleading message and an abort).
 
+Someone who double-clicked the app has no terminal, so a problem that stops it is also written to the log file
+and shown on screen (:mod:`tiny_agent_gui.startup_notice`: a desktop notification, and a message box where Qt
+already runs): the system check's line (which names the packages to install), and an unexpected error of the
+window (which says where the log is), after which the error is raised on as before.
+
 This module imports no Qt at import time (``--diagnostics`` loads Qt Core only, for its version), so these options
 work, and fail clearly, where Qt's window cannot start.
 """
@@ -22,6 +27,7 @@ from pathlib import Path
 from tiny_agent_gui import desktop_entry, system_check
 from tiny_agent_gui.diagnostics import app_version
 from tiny_agent_gui.logs import setup_logging
+from tiny_agent_gui.startup_notice import Notifier, show
 
 __all__ = ["main", "parser"]
 
@@ -69,8 +75,24 @@ def _diagnostics_text() -> str:
     return collect(settings_summary(AppSettings.load()), toolkit).as_text()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``tiny-agent-gui`` script and of the bundle."""
+def _log_place(log_path: Path | None) -> str:
+    if log_path is None:
+        return "No log file could be written: start tiny-agent-gui from a terminal to see the details."
+    return f"The log file: {log_path}"
+
+
+def _cannot_start(problem: str, notify: Notifier) -> int:
+    """The system check's ``problem`` on stderr (one line, as before), in the log file and on screen; status 2."""
+    print(problem, file=sys.stderr)
+    log_path = setup_logging(stderr=False)  # the line above is the one stderr gets
+    _log.error("tiny-agent desktop %s cannot start: %s", app_version(), problem)
+    notify("tiny-agent desktop cannot start", f"{problem.removeprefix('tiny-agent-gui: ')}\n\n{_log_place(log_path)}")
+    return 2
+
+
+def main(argv: Sequence[str] | None = None, *, notify: Notifier = show) -> int:
+    """Entry point of the ``tiny-agent-gui`` script and of the bundle. ``notify`` shows a problem that stops the
+    app on screen (tests pass their own)."""
     args = parser().parse_args(argv)
     if args.version:
         print(f"tiny-agent-gui {app_version()}")
@@ -93,8 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(problem or "tiny-agent-gui: the display and the libraries the window needs are there")
         return 2 if problem else 0
     if problem is not None:
-        print(problem, file=sys.stderr)
-        return 2
+        return _cannot_start(problem, notify)
     log_path = setup_logging()
     _log.info(
         "tiny-agent desktop %s starting (Python %s, %s%s), log %s",
@@ -104,12 +125,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         ", bundle" if getattr(sys, "frozen", False) else "",
         log_path,
     )
-    from tiny_agent_gui.app import run  # Qt is imported only now
-
     try:
+        from tiny_agent_gui.app import run  # Qt is imported only now
+
         status = run(args)
-    except Exception:
+    except Exception as error:
         _log.critical("tiny-agent desktop stopped on an unexpected error", exc_info=True)
+        notify(
+            "tiny-agent desktop stopped on an unexpected error",
+            f"{type(error).__name__}: {error}\n\n{_log_place(log_path)}\nPlease report it with that file and what "
+            "tiny-agent-gui --diagnostics prints (keys are never in either).",
+        )
         raise
     _log.info("tiny-agent desktop exiting with status %s", status)
     return status

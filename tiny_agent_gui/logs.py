@@ -87,9 +87,10 @@ def _level() -> int:
     return level if isinstance(level, int) else logging.INFO
 
 
-def setup_logging() -> Path | None:
-    """Log to the rotating file (INFO by default) and warnings to stderr; returns the file, or ``None`` when the
-    folder cannot be created (then only stderr is used, and a warning says why)."""
+def setup_logging(*, stderr: bool = True) -> Path | None:
+    """Log to the rotating file (INFO by default) and warnings to stderr (unless ``stderr`` is false: for a caller
+    that prints its own line there); returns the file, or ``None`` when the folder cannot be created (then only
+    stderr is used, and a warning says why)."""
     root = logging.getLogger()
     for handler in [h for h in root.handlers if getattr(h, "_tiny_agent", False)]:
         root.removeHandler(handler)
@@ -99,11 +100,12 @@ def setup_logging() -> Path | None:
     for name in _QUIET_LOGGERS:
         logging.getLogger(name).setLevel(max(level, logging.WARNING))
 
-    stderr = logging.StreamHandler(sys.stderr)
-    stderr.setLevel(logging.WARNING)
-    stderr.setFormatter(RedactingFormatter("tiny-agent-gui: %(levelname)s %(name)s: %(message)s"))
-    stderr._tiny_agent = True  # type: ignore[attr-defined]
-    root.addHandler(stderr)
+    if stderr:
+        console = logging.StreamHandler(sys.stderr)
+        console.setLevel(logging.WARNING)
+        console.setFormatter(RedactingFormatter("tiny-agent-gui: %(levelname)s %(name)s: %(message)s"))
+        console._tiny_agent = True  # type: ignore[attr-defined]
+        root.addHandler(console)
 
     path = log_file()
     try:

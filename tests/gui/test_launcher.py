@@ -15,8 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from PySide6.QtWidgets import QApplication, QMessageBox
 
-from tiny_agent_gui import desktop_entry, system_check
+from tiny_agent_gui import desktop_entry, startup_notice, system_check
 from tiny_agent_gui.diagnostics import app_version, safe_url
 from tiny_agent_gui.logs import LOG_FILE_NAME, redact, setup_logging
 
@@ -54,13 +55,39 @@ def test_version(tmp_path: Path) -> None:
     assert app_version() != "unknown"
 
 
+def _fake_notify_send(tmp_path: Path, body: str = 'printf "%s\\n" "$@" > "$0.args"') -> Path:
+    """A ``notify-send`` in its own folder (put first on PATH) that writes its arguments to ``notify-send.args``:
+    the tests never call the real one."""
+    folder = tmp_path / "bin"
+    folder.mkdir(exist_ok=True)
+    program = folder / "notify-send"
+    program.write_text(f"#!/bin/sh\n{body}\n", encoding="utf-8")
+    program.chmod(0o755)
+    return program
+
+
+def _log_text(tmp_path: Path) -> str:
+    return (tmp_path / "home" / ".local" / "state" / "tiny-agent-desktop" / "log" / LOG_FILE_NAME).read_text("utf-8")
+
+
 def test_no_display_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    result = _run(tmp_path, unset=("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"))
+    program = _fake_notify_send(tmp_path)
+    path = f"{program.parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    result = _run(tmp_path, unset=("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"), PATH=path)
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr.count("\n") == 1
     assert result.stderr.startswith("tiny-agent-gui: no display:")
     assert "QT_QPA_PLATFORM=offscreen" in result.stderr
+    # a double-clicked app has no terminal: the same line is in the log file and in a desktop notification
+    assert f"ERROR tiny_agent_gui.launcher: tiny-agent desktop {app_version()} cannot start: {result.stderr}" in (
+        _log_text(tmp_path)
+    )
+    title, *body = Path(f"{program}.args").read_text(encoding="utf-8").split("--\n", 1)[1].splitlines()
+    assert title == "tiny-agent desktop cannot start"
+    assert body[0].startswith("no display:")
+    assert body[-1].startswith("The log file: ")
+    assert body[-1].endswith(LOG_FILE_NAME)
 
 
 def test_diagnostics_print_versions_and_folders_without_secrets(tmp_path: Path) -> None:
@@ -289,13 +316,86 @@ def test_a_crash_of_the_window_is_logged(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv("TINY_AGENT_LOG_DIR", str(tmp_path / "logs"))
     monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
     monkeypatch.setattr(tiny_agent_gui.app, "run", crash)
+    notified: list[tuple[str, str]] = []
     with pytest.raises(RuntimeError, match="boom"):
-        launcher.main([])
+        launcher.main([], notify=lambda title, text: notified.append((title, text)))
     for handler in logging.getLogger().handlers:
         handler.flush()
     text = (tmp_path / "logs" / LOG_FILE_NAME).read_text(encoding="utf-8")
     assert "CRITICAL tiny_agent_gui.launcher: tiny-agent desktop stopped on an unexpected error" in text
     assert "RuntimeError: boom" in text
+    [(title, message)] = notified  # shown on screen too, with where the details are
+    assert title == "tiny-agent desktop stopped on an unexpected error"
+    assert message.startswith("RuntimeError: boom\n")
+    assert f"The log file: {tmp_path / 'logs' / LOG_FILE_NAME}" in message
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_missing_libraries_reach_the_log_and_the_screen_with_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tiny_agent_gui import launcher
+
+    monkeypatch.setenv("TINY_AGENT_LOG_DIR", str(tmp_path / "logs"))
+    monkeypatch.setenv("DISPLAY", ":0")
+    monkeypatch.delenv("QT_QPA_PLATFORM", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.setattr(system_check, "missing_libraries", lambda plugin, env=None: ["libxcb-cursor.so.0"])
+    notified: list[tuple[str, str]] = []
+    assert launcher.main([], notify=lambda title, text: notified.append((title, text))) == 2
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    line = capsys.readouterr().err
+    assert line.count("\n") == 1  # stderr gets the check's line only, not a second one from the log
+    assert line.endswith("sudo apt-get install libxcb-cursor0\n")
+    assert f"cannot start: {line}" in (tmp_path / "logs" / LOG_FILE_NAME).read_text(encoding="utf-8")
+    [(title, message)] = notified
+    assert title == "tiny-agent desktop cannot start"
+    assert message.startswith("the Qt window (xcb) needs system libraries that are missing (libxcb-cursor.so.0)")
+    assert "sudo apt-get install libxcb-cursor0" in message  # what to do next
+
+
+# -- on-screen notice -------------------------------------------------------------------------------------------
+
+
+def test_notify_send_gets_the_title_and_text_as_arguments(tmp_path: Path) -> None:
+    program = _fake_notify_send(tmp_path)
+    text = "no display; $(touch pwned) `id` * ?\nsecond line"
+    assert startup_notice.notify_send("tiny-agent desktop cannot start", text, str(program))
+    arguments = Path(f"{program}.args").read_text(encoding="utf-8").split("--\n", 1)
+    assert "--urgency=critical" in arguments[0].splitlines()
+    assert arguments[1] == f"tiny-agent desktop cannot start\n{text}\n"  # no shell: passed as it is
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_notify_send_is_bounded_and_its_failures_are_not_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    long = "x" * (startup_notice.MAX_TEXT * 3)
+    program = _fake_notify_send(tmp_path)
+    assert startup_notice.notify_send("t", long, str(program))
+    assert len(Path(f"{program}.args").read_text(encoding="utf-8").splitlines()[-1]) == startup_notice.MAX_TEXT
+    assert not startup_notice.notify_send("t", "x", str(_fake_notify_send(tmp_path, "exit 1")))
+    assert not startup_notice.notify_send("t", "x", str(tmp_path / "no-such-program"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert not startup_notice.notify_send("t", "x")  # not installed: nothing to do
+    monkeypatch.setattr(startup_notice, "NOTIFY_TIMEOUT", 0.2)
+    assert not startup_notice.notify_send("t", "x", str(_fake_notify_send(tmp_path, "exec sleep 30")))
+
+
+def test_no_message_box_where_nobody_could_close_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, qapp: QApplication
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert qapp.platformName() == "offscreen"
+    startup_notice.show("tiny-agent desktop stopped", "RuntimeError: boom")  # returns: no modal box offscreen
+    box = startup_notice.error_box("tiny-agent desktop stopped", "RuntimeError: boom\n\nThe log file: /x.log")
+    assert (box.windowTitle(), box.text(), box.icon()) == (
+        "tiny-agent desktop stopped",
+        "RuntimeError: boom\n\nThe log file: /x.log",
+        QMessageBox.Icon.Critical,
+    )
+    box.deleteLater()
 
 
 def test_redact_masks_keys_and_pydantic_input_values() -> None:
