@@ -165,6 +165,7 @@ async def test_keys_are_written_off_the_gui_thread_and_the_dialog_waits_for_them
     assert threading.main_thread() not in keys.threads
     assert dialog.error_label.text() == "Saving the keys in the system keyring…"
     assert not dialog.buttons.isEnabled()
+    assert not dialog.tabs.isEnabled()  # an edit made now would not be saved
     qtbot.keyClick(dialog, Qt.Key.Key_Escape)  # nothing can stop a keyring write: the dialog stays
     assert dialog.isVisible()
     assert dialog.save()  # Ctrl+S again: the same save goes on
@@ -173,6 +174,30 @@ async def test_keys_are_written_off_the_gui_thread_and_the_dialog_waits_for_them
         keys.release.set()
     assert not dialog.isVisible()
     assert memory_keyring.secrets == {(SERVICE, "openrouter"): SECRET}
+
+
+class BrokenKeyStore(KeyStore):
+    """A keyring backend that fails in a way no one foresaw."""
+
+    def set(self, profile_id: str, key: str) -> None:
+        raise RuntimeError("the D-Bus connection went away")
+
+
+async def test_an_unforeseen_keyring_failure_is_shown_and_the_dialog_stays_usable(
+    qtbot: QtBot, env: Env, memory_keyring: MemoryKeyring, caplog: pytest.LogCaptureFixture
+) -> None:
+    dialog = env.dialog(qtbot, BrokenKeyStore(environ={}))
+    dialog.providers.add_profile("openrouter")
+    dialog.providers.key_edit.setText(SECRET)
+    assert dialog.save()
+    await dialog.wait_saved()
+    expected = "The settings were saved, but an API key was not: the D-Bus connection went away"
+    assert dialog.error_label.text() == expected
+    assert dialog.isVisible()
+    assert dialog.buttons.isEnabled()
+    assert dialog.tabs.isEnabled()
+    assert "keyring write failed" in caplog.text
+    assert SECRET not in caplog.text
 
 
 def test_cancel_changes_nothing(qtbot: QtBot, env: Env, memory_keyring: MemoryKeyring) -> None:

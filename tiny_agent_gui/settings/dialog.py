@@ -7,6 +7,7 @@ SPEC §7 (settings) and §4 (price overrides); issue #13 (MCP servers).
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,6 +28,11 @@ from tiny_agent_gui.settings.tools_page import ToolsPage
 from tiny_agent_gui.settings.workspaces_page import WorkspacesPage
 
 __all__ = ["SettingsDialog"]
+
+_log = logging.getLogger(__name__)
+
+Writes = list[Callable[[], None]]
+"""Keyring calls staged by a save, run in order in a worker thread."""
 
 
 class SettingsDialog(QDialog):
@@ -164,9 +170,10 @@ class SettingsDialog(QDialog):
             return self._fail(f"The tool permissions could not be saved: {error}")
         key_writes = self.providers.key_writes()
         token_writes = self.mcp.token_writes() if self.mcp is not None else []
-        if not key_writes and not token_writes:
+        token_deletes = self.mcp.token_deletes() if self.mcp is not None else []
+        if not key_writes and not token_writes and not token_deletes:
             return self._finish()
-        self.saving = asyncio.ensure_future(self._write_keys(key_writes, token_writes))
+        self.saving = asyncio.ensure_future(self._write_keys(key_writes, token_writes, token_deletes))
         return True
 
     async def wait_saved(self) -> None:
@@ -179,38 +186,54 @@ class SettingsDialog(QDialog):
         if self.saving is None:
             super().reject()
 
-    async def _write_keys(self, key_writes: list[Callable[[], None]], token_writes: list[Callable[[], None]]) -> None:
-        """The keyring writes of a save, in a worker thread (the keyring may wait on D-Bus or an unlock prompt);
-        then the rest of the save, or why it stopped."""
+    async def _write_keys(self, key_writes: Writes, token_writes: Writes, token_deletes: Writes) -> None:
+        """The keyring writes of a save, in a worker thread (the keyring may wait on D-Bus or an unlock prompt), with
+        the dialog's content and buttons disabled meanwhile (an edit made then would be lost); then the rest of the
+        save, or why it stopped. A removed MCP server's token is deleted only once the catalog no longer names it."""
+        self.tabs.setEnabled(False)
         self.buttons.setEnabled(False)
         self.error_label.setText("Saving the keys in the system keyring…")
         try:
-            try:
-                await asyncio.to_thread(_run_all, key_writes)
-            except (SecretStoreError, ValueError) as error:
-                self._fail(f"The settings were saved, but an API key was not: {error}")
+            if not await self._in_thread(key_writes, "The settings were saved, but an API key was not"):
                 return
             self.providers.keys_written()
-            try:
-                await asyncio.to_thread(_run_all, token_writes)
-            except (SecretStoreError, ValueError) as error:
+            if not await self._in_thread(token_writes, "The other settings were saved, but the MCP settings were not"):
                 self.show_tab(self.MCP)
-                self._fail(f"The other settings were saved, but the MCP settings were not: {error}")
                 return
-            self._finish()
+            if not self._apply_mcp():
+                return
+            if await self._in_thread(token_deletes, "The settings were saved, but a removed MCP token was not deleted"):
+                self._close_saved()
         finally:
             self.saving = None
+            self.tabs.setEnabled(True)
             self.buttons.setEnabled(True)
 
+    async def _in_thread(self, writes: Writes, failure: str) -> bool:
+        try:
+            await asyncio.to_thread(_run_all, writes)
+        except Exception as error:  # SecretStoreError, ValueError, or whatever else a keyring backend raises
+            if not isinstance(error, SecretStoreError | ValueError):
+                _log.exception("keyring write failed")
+            return self._fail(f"{failure}: {error}")
+        return True
+
     def _finish(self) -> bool:
-        """The save after the keyring: the MCP catalog and permissions (after the Tools tab: its revocations must
-        not undo a permission granted here), then close."""
+        """The save when nothing goes to the keyring."""
+        return self._apply_mcp() and self._close_saved()
+
+    def _apply_mcp(self) -> bool:
+        """The MCP catalog and permissions (after the Tools tab: its revocations must not undo a permission granted
+        here)."""
         if self.mcp is not None:
             try:
                 self.mcp.apply()
             except (TinyAgentError, ValueError, OSError) as error:
                 self.show_tab(self.MCP)
                 return self._fail(f"The other settings were saved, but the MCP settings were not: {error}")
+        return True
+
+    def _close_saved(self) -> bool:
         self.error_label.clear()
         self.settingsSaved.emit()
         self.accept()
@@ -234,6 +257,6 @@ class SettingsDialog(QDialog):
         return False
 
 
-def _run_all(writes: list[Callable[[], None]]) -> None:
+def _run_all(writes: Writes) -> None:
     for write in writes:
         write()

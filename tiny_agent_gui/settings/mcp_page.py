@@ -555,14 +555,19 @@ class McpPage(QWidget):
     # -- save ------------------------------------------------------------------------------------------------
 
     def token_writes(self) -> list[Callable[[], None]]:
-        """The typed tokens to store and the forgotten ones to delete, as keyring calls in order for a worker thread,
-        before :meth:`apply` (a server must not be saved without its token). Each raises :class:`SecretStoreError`
-        subclasses or ``ValueError`` (a token a header cannot carry)."""
-        stored = [partial(self._keys.set, token_entry(alias), token) for alias, token in sorted(self._tokens.items())]
-        return [*stored, *(partial(self._keys.discard, token_entry(alias)) for alias in sorted(self._forget))]
+        """The typed tokens to store, as keyring calls for a worker thread, before :meth:`apply` (a server must not
+        be saved without its token). Each raises :class:`SecretStoreError` subclasses or ``ValueError`` (a token a
+        header cannot carry)."""
+        return [partial(self._keys.set, token_entry(alias), token) for alias, token in sorted(self._tokens.items())]
+
+    def token_deletes(self) -> list[Callable[[], None]]:
+        """The forgotten tokens to delete, as keyring calls for a worker thread, after :meth:`apply` (the catalog
+        no longer names their servers). Each raises :class:`SecretStoreError` subclasses."""
+        return [partial(self._keys.discard, token_entry(alias)) for alias in sorted(self._forget)]
 
     def apply(self) -> None:
-        """After :meth:`token_writes` succeeded: write the catalog (when changed) and the permissions. Raises
+        """After :meth:`token_writes` succeeded: write the catalog (when changed) and the permissions (then
+        :meth:`token_deletes`). Raises
         :class:`McpCatalogError` or ``OSError``."""
         self._tokens.clear()
         self._forget.clear()
