@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from tiny_agent_core.agent.commands import Compact, parse_command
 from tiny_agent_core.agent.events import StepFinished
 from tiny_agent_core.errors import SecretStoreError, SettingsError
 from tiny_agent_core.ledger import IndexConnection, raw_captures
@@ -660,12 +661,12 @@ class MainWindow(QMainWindow):
     def _submit(self, prompt: str) -> None:
         self._offers.reset()
         self.banner.cancel_countdown()
-        if self.controller.session is None:
+        if self.controller.session is None and parse_command(prompt) != Compact():  # a new one has nothing to compact
             self.new_session()
-        if self.controller.session is not None:
-            self.controller.submit(prompt)
-        else:  # no session could be started (the banner says why): keep what was typed
-            self.composer.give_back(prompt)
+            if self.controller.session is None:  # none could be started (the banner says why): keep what was typed
+                self.composer.give_back(prompt)
+                return
+        self.controller.submit(prompt)
 
     def _select_transcript_row(self, row: int) -> None:
         """A waterfall row was clicked: select (and show) what it stands for in the transcript too."""

@@ -10,9 +10,14 @@ the enabled MCP servers (once per window; again after a settings change) and off
 built-ins; a server that cannot be connected is reported through :attr:`SessionController.mcp_failed` and the
 operation goes on without its tools. Esc while connecting stops the operation before it starts.
 
+A prompt may be a command (:mod:`tiny_agent_core.agent.commands`): ``/compact`` compacts the session as
+:meth:`SessionController.compact` does; ``/skill:<name> <text>`` sends the skill's file with the text (read in a
+worker thread once the operation starts; an unknown name is reported through :attr:`SessionController.failed`).
+
 Nothing typed is lost: a prompt that is refused before it becomes durable (no provider, another operation running,
-an unfinished operation in the session, text a session file cannot hold, Esc while the MCP servers connect, a
-failed append) comes back through :attr:`SessionController.refused` as typed, after the signal that says why.
+an unfinished operation in the session, text a session file cannot hold, Esc while the MCP servers connect, an
+unknown skill, a failed append) comes back through :attr:`SessionController.refused` as typed, after the signal
+that says why.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from typing import Any, NamedTuple
 
 from PySide6.QtCore import QObject, Signal
 
+from tiny_agent_core.agent.commands import Compact, UseSkill, parse_command, skill_prompt
 from tiny_agent_core.agent.events import DialectLearned
 from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, Agent, RunResult
 from tiny_agent_core.errors import RecoveryBlockedError, TinyAgentError
@@ -335,7 +341,8 @@ class SessionController(QObject):
         self._switch(opened, timeline)
 
     def submit(self, prompt: str) -> None:
-        """Run ``prompt`` in the open session; when it cannot be sent, say why and give it back (:attr:`refused`)."""
+        """Run ``prompt`` (or the command it is) in the open session; when it cannot be sent, say why and give it
+        back (:attr:`refused`)."""
         if not prompt.strip():
             return
         if facts.make_persistable(prompt)[1]:
@@ -353,9 +360,16 @@ class SessionController(QObject):
             )
             self.refused.emit(prompt)
             return
+        command = parse_command(prompt)
+        if isinstance(command, Compact):
+            self._start(self._compact, typed=prompt)
+            return
 
         async def work(agent: Agent) -> RunResult:
-            return await agent.run(prompt)
+            message = prompt
+            if isinstance(command, UseSkill):
+                message = await asyncio.to_thread(skill_prompt, agent.workspace, command)
+            return await agent.run(message)
 
         self._start(work, typed=prompt)
 
@@ -364,12 +378,12 @@ class SessionController(QObject):
         self._start(self._recover)
 
     def compact(self) -> None:
-        """Compact the open session (``/compact``)."""
+        """Compact the open session (Session › Compact, or ``/compact`` typed in the composer)."""
+        self._start(self._compact)
 
-        async def work(agent: Agent) -> RunResult:
-            return await agent.compact()
-
-        self._start(work)
+    async def _compact(self, agent: Agent) -> RunResult:
+        self._unsent = None  # a typed /compact is used once the compaction begins
+        return await agent.compact()
 
     def abandon(self) -> None:
         """Abort an operation whose recovery is blocked (the explicit way out)."""

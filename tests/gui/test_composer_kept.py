@@ -3,17 +3,20 @@ the real window and the loopback provider."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
+from tests.core.agent.conftest import text_reply
 from tests.core.test_model_catalog import session_left_open
 from tests.gui.test_main_window import server, window
 from tests.gui.test_mcp import hanging_server, mcp_window, windows
 from tests.gui.waiting import activated, until
 from tests.loopback import LoopbackServer
 from tiny_agent_core.mcp.app_catalog import AppCatalog
+from tiny_agent_core.timeline import UserItem
 from tiny_agent_gui.main_window import MainWindow
 
 __all__ = ["server", "window", "windows"]  # the fixtures
@@ -102,3 +105,63 @@ async def test_what_was_typed_meanwhile_is_kept_after_the_prompt_given_back(wind
     assert _given_back(window, "the first prompt\n\na second thought")
     window.composer.give_back("the first prompt\n\na second thought")  # the same text: nothing doubles
     assert window.composer.text() == "the first prompt\n\na second thought"
+
+
+async def _sent(window: MainWindow, qtbot: QtBot, text: str) -> None:
+    """Type ``text``, press Enter, and wait until what it started has ended."""
+    await _type_and_send(window, qtbot, text)
+    await window.controller.wait_idle()
+    await until(lambda: not window.controller.busy)
+
+
+async def test_compact_typed_in_the_composer_compacts_the_session(
+    window: MainWindow, server: LoopbackServer, qtbot: QtBot
+) -> None:
+    server.queue(*(text_reply(f"answer {n}") for n in range(4)), text_reply("what happened so far"))
+    for n in range(4):
+        await _sent(window, qtbot, f"prompt {n}")
+    await _sent(window, qtbot, "/compact")
+    assert len(server.requests) == 5
+    body = json.loads(server.requests[-1].body)
+    assert "tools" not in body  # a compaction request, not a prompt
+    assert all(message["content"] != "/compact" for message in body["messages"])
+    assert window.statusBar().currentMessage() == "Compacted 2 messages (kept last 6)."
+    assert window.composer.text() == ""
+    assert not [item for item in _user_items(window) if item.text == "/compact"]
+
+
+async def test_compact_typed_without_a_session_starts_none_and_comes_back(window: MainWindow, qtbot: QtBot) -> None:
+    await _type_and_send(window, qtbot, "/compact")
+    assert window.controller.session is None
+    assert "Open or start a session first" in window.banner_text.text()
+    assert _given_back(window, "/compact")
+
+
+async def test_a_skill_typed_in_the_composer_sends_its_file_with_the_text(
+    window: MainWindow, server: LoopbackServer, qtbot: QtBot
+) -> None:
+    workspace = Path(window.services.settings.workspaces[0])
+    skill = workspace / ".tiny-agent" / "skills" / "deploy" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("---\nname: deploy\ndescription: Ship it\n---\nRun make deploy.\n")
+    server.queue(text_reply("Deployed."))
+    await _sent(window, qtbot, "/skill:deploy to staging")
+    body = json.loads(server.requests[-1].body)
+    sent = body["messages"][-1]
+    assert sent == {"role": "user", "content": skill.read_text() + "\n\nUser: to staging"}
+    assert window.composer.text() == ""
+
+
+async def test_an_unknown_skill_says_so_and_the_text_comes_back(
+    window: MainWindow, server: LoopbackServer, qtbot: QtBot
+) -> None:
+    await _sent(window, qtbot, "/skill:nope do it")
+    assert "Unknown skill: nope" in window.banner_text.text()
+    assert _given_back(window, "/skill:nope do it")
+    assert not server.requests
+    assert not _user_items(window)
+
+
+def _user_items(window: MainWindow) -> list[UserItem]:
+    assert window.timeline is not None
+    return [item for item in window.timeline.items if isinstance(item, UserItem)]
