@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QLabel,
     QMainWindow,
+    QMessageBox,
     QSplitter,
     QStackedWidget,
     QVBoxLayout,
@@ -165,6 +166,9 @@ class MainWindow(QMainWindow):
         self.timeline: Timeline | None = None
         self._closing: asyncio.Future[None] | None = None
         self._shut_down = False
+        self._quit_confirmed = False
+        self.quit_question: QMessageBox | None = None
+        """The question closing the window asks when that would stop work or lose typed text (while it is open)."""
         self._last_step_usage: Usage | None = None
         self.about_dialog: AboutDialog | None = None
         self._diagnostics_task: asyncio.Future[Diagnostics] | None = None
@@ -769,8 +773,18 @@ class MainWindow(QMainWindow):
     # -- shutdown ---------------------------------------------------------------------------------------------
 
     def closeEvent(self, event: QCloseEvent) -> None:
-        """Stop a running operation (durably), stop the session's background processes and release its lock, then
-        close."""
+        """Ask first when closing would stop a run or a compare or lose unsent text (:meth:`quitting_stops`); then
+        stop a running operation (durably), stop the session's background processes and release its lock, and
+        close.
+
+        The question is opened without a nested event loop (this runs on the qasync loop): the event is ignored, and
+        "Quit Anyway" closes the window again."""
+        if not self._shut_down and not self._quit_confirmed:
+            stops = self.quitting_stops()
+            if stops:
+                event.ignore()
+                self._ask_before_quitting(stops)
+                return
         idle = (
             self.controller.session is None
             and not self.controller.busy
@@ -786,6 +800,42 @@ class MainWindow(QMainWindow):
         event.ignore()
         if self._closing is None:
             self._closing = asyncio.ensure_future(self._shutdown())
+
+    def quitting_stops(self) -> list[str]:
+        """What closing the window now would stop or lose, a sentence each (none: it closes without asking)."""
+        stops: list[str] = []
+        controller = self.controller
+        if controller.busy and not controller.opening:
+            session = controller.session
+            kind = session.store.state.operation.kind if session is not None else "idle"
+            what = "A compaction" if kind == "compaction" else "A run"
+            stops.append(f"{what} is in progress: quitting stops it; what it has done so far is kept.")
+        if self.compare.running:
+            stops.append("A compare is in progress: quitting stops its runs; what they have done so far is kept.")
+        if self.composer.text().strip():
+            stops.append("The composer holds text you have not sent: quitting discards it.")
+        return stops
+
+    def _ask_before_quitting(self, stops: list[str]) -> None:
+        """Open (not exec) the question whether to quit anyway; Cancel is the default and Esc."""
+        box = self.quit_question
+        if box is not None and shiboken6.isValid(box) and box.isVisible():  # asked already: bring it back
+            box.raise_()
+            box.activateWindow()
+            return
+        box = QMessageBox(QMessageBox.Icon.Question, "Quit tiny-agent desktop?", "\n\n".join(stops), parent=self)
+        quit_anyway = box.addButton("&Quit Anyway", QMessageBox.ButtonRole.DestructiveRole)
+        cancel = box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(cancel)
+        box.setEscapeButton(cancel)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        quit_anyway.clicked.connect(self._quit_anyway)
+        self.quit_question = box
+        box.open()
+
+    def _quit_anyway(self) -> None:
+        self._quit_confirmed = True
+        self.close()
 
     async def _shutdown(self) -> None:
         compare = self.compare.made

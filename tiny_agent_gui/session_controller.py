@@ -223,6 +223,11 @@ class SessionController(QObject):
         return self._task is not None and not self._task.done()
 
     @property
+    def opening(self) -> bool:
+        """True while a session is being read to open it (:meth:`open`; :attr:`busy` too, but nothing to stop)."""
+        return self._opening is not None and not self._opening.done()
+
+    @property
     def timeline(self) -> Timeline | None:
         """The open session's timeline (the transcript's items), built with the session; ``None`` without one."""
         return self._timeline if self._session is not None else None
