@@ -283,6 +283,8 @@ class MainWindow(QMainWindow):
         # something to stop, so Esc keeps its usual meaning otherwise.
         self.stop_action.setShortcuts([QKeySequence("Esc"), QKeySequence("Ctrl+.")])
         self.compact_action = action("&Compact", "Ctrl+Shift+K", self.controller.compact)
+        self.compact_action.setToolTip("Compact the conversation (/compact, Ctrl+Shift+K)")
+        self.composer.compact_button.setDefaultAction(self.compact_action)
         self.abandon_action = action("&Abort Unfinished Operation", None, self.controller.abandon)
         self.abandon_action.setStatusTip("Only when an operation was left unfinished and cannot be recovered")
         self.choose_model_action = action("Choose &Model…", "Ctrl+M", self.choose_model)

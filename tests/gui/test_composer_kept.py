@@ -165,3 +165,18 @@ async def test_an_unknown_skill_says_so_and_the_text_comes_back(
 def _user_items(window: MainWindow) -> list[UserItem]:
     assert window.timeline is not None
     return [item for item in window.timeline.items if isinstance(item, UserItem)]
+
+
+async def test_the_compact_button_beside_the_composer_is_session_compact(
+    window: MainWindow, server: LoopbackServer, qtbot: QtBot
+) -> None:
+    button = window.composer.compact_button
+    assert button.toolTip() == "Compact the conversation (/compact, Ctrl+Shift+K)"
+    assert not button.isEnabled()  # no session
+    window.new_session()
+    assert button.isEnabled()
+    button.click()
+    await window.controller.wait_idle()
+    await until(lambda: not window.controller.busy)
+    assert window.statusBar().currentMessage() == "Nothing to compact."
+    assert not server.requests

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QSize, Qt, Signal, Slot
 from PySide6.QtGui import QKeyEvent, QTextCursor
-from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QToolButton, QVBoxLayout, QWidget
 
 from tiny_agent_gui.model_picker import ModelButton
 
@@ -46,7 +46,8 @@ class PromptEdit(QPlainTextEdit):
 
 
 class Composer(QWidget):
-    """Prompt editor plus a Send/Stop button, under the model of the next request.
+    """Prompt editor plus a Send/Stop button, under the model of the next request and beside a small Compact button
+    (:attr:`compact_button`, the window gives it its action).
 
     ``submitted(text)`` fires on Enter or Send with non-blank text while idle (the editor is then cleared);
     ``cancel_requested`` fires on Esc or Stop; ``model_requested`` when the model button is clicked. :meth:`set_busy`
@@ -83,13 +84,21 @@ class Composer(QWidget):
         self.model_button = ModelButton(self)
         """The provider · model of the next request; opens the model picker."""
         self.model_button.clicked.connect(self.model_requested)
+        self.compact_button = QToolButton(self)
+        """Compacts the conversation (the window sets Session › Compact as its action)."""
+        self.compact_button.setAutoRaise(True)
+        self.compact_button.setAccessibleName("Compact")
+        top = QHBoxLayout()
+        top.addWidget(self.model_button, 0, Qt.AlignmentFlag.AlignLeft)
+        top.addStretch(1)
+        top.addWidget(self.compact_button)
         row = QHBoxLayout()
         row.addWidget(self.editor, 1)
         row.addWidget(self.button, 0, Qt.AlignmentFlag.AlignBottom)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
-        layout.addWidget(self.model_button, 0, Qt.AlignmentFlag.AlignLeft)
+        layout.addLayout(top)
         layout.addLayout(row)
 
     def is_busy(self) -> bool:
