@@ -71,7 +71,10 @@ class Composer(QWidget):
         self.editor.setAccessibleName("Prompt")
         self.editor.setAccessibleDescription("Type a message for the agent")
         self.editor.setPlaceholderText("Message the agent — Enter to send, Shift+Enter for a new line")
-        self.editor.setToolTip("Enter: send · Shift+Enter: new line · Esc: stop")
+        self.editor.setToolTip(
+            "Enter: send · Shift+Enter: new line · Esc: stop\n/compact: compact the conversation · "
+            "/skill:NAME text: send this workspace's skill NAME with your text"
+        )
         self.editor.setTabChangesFocus(True)
         self.editor.setMaximumHeight(self.editor.fontMetrics().lineSpacing() * 8)
         self.editor.submit_pressed.connect(self._submit)
