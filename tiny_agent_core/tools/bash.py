@@ -326,35 +326,33 @@ class _Run:
         self._sandboxed = confinement.status.available
         self._started = _Started()
         self.returncode: int | None = None
-        out_read, out_write = os.pipe()
-        err_read, err_write = os.pipe()
-        status_read, status_write = os.pipe() if self._sandboxed else (-1, -1)
-        status_fd = status_write if self._sandboxed else None
-        spawned, environment = confinement.prepare(argv, run_token=self._token, status_fd=status_fd)
+        reads: list[int] = []
+        writes: list[int] = []
         try:
+            for _ in range(3 if self._sandboxed else 2):  # stdout, stderr and, sandboxed, the start signal
+                read, write = os.pipe()
+                reads.append(read)
+                writes.append(write)
+            command = _announcing(argv) if self._sandboxed else argv
+            spawned, environment = confinement.prepare(command, run_token=self._token)
             self._process = subprocess.Popen(
                 spawned,
                 cwd=cwd,
                 env=environment,
-                stdin=subprocess.DEVNULL,
-                stdout=out_write,
-                stderr=err_write,
+                stdin=writes[2] if self._sandboxed else subprocess.DEVNULL,
+                stdout=writes[0],
+                stderr=writes[1],
                 start_new_session=True,
                 close_fds=True,
-                pass_fds=() if status_fd is None else (status_fd,),
             )
         except BaseException:
-            for fd in (out_read, err_read, status_read):
-                if fd >= 0:
-                    os.close(fd)
+            for fd in reads:
+                os.close(fd)
             raise
         finally:
-            for fd in (out_write, err_write, status_write):
-                if fd >= 0:
-                    os.close(fd)
-        self._pipes = [os.fdopen(out_read, "rb", buffering=0), os.fdopen(err_read, "rb", buffering=0)]
-        if self._sandboxed:
-            self._pipes.append(os.fdopen(status_read, "rb", buffering=0))
+            for fd in writes:
+                os.close(fd)
+        self._pipes = [os.fdopen(fd, "rb", buffering=0) for fd in reads]
         threading.Thread(target=self._watch_exit, name=f"bash-{self._process.pid}", daemon=True).start()
 
     @property
@@ -373,8 +371,9 @@ class _Run:
             self._loop.call_soon_threadsafe(_settle, self._exited)
 
     async def wait(self, seconds: float, cancel: asyncio.Event | None) -> Ending:
-        """How the command ended. Its ``seconds`` count from when it starts: sandboxed, once ``bwrap`` reports the
-        sandbox set up (within :data:`SANDBOX_START_TIMEOUT`), so a busy machine's set-up is not charged to it."""
+        """How the command ended. Its ``seconds`` count from when it starts: sandboxed, once the shell inside the
+        finished sandbox says so (within :data:`SANDBOX_START_TIMEOUT`), so a busy machine's set-up of the
+        sandbox is not charged to it."""
         protocols: list[asyncio.Protocol] = [*self._captures, self._started][: len(self._pipes)]
         for pipe, protocol in zip(self._pipes, protocols, strict=True):
             transport, _ = await self._loop.connect_read_pipe(_factory(protocol), pipe)
@@ -435,14 +434,22 @@ class _Run:
                 self.returncode = self._process.poll()
 
 
+def _announcing(argv: list[str]) -> list[str]:
+    """``argv`` run by a shell that first writes a byte to its standard input (the start signal's pipe; ``sh`` only
+    redirects descriptors 0–9), then makes ``/dev/null`` its standard input as the command's always is, and becomes
+    ``argv`` (``exec "$0" "$@"``): inside the sandbox, that byte means every mount is in place and the command is
+    starting."""
+    return [argv[0], "-c", 'printf . >&0; exec 0</dev/null; exec "$0" "$@"', *argv]
+
+
 class _Started(asyncio.Protocol):
-    """Reads ``bwrap``'s status pipe: :attr:`started` is done once the sandboxed command runs (or ``bwrap`` ended)."""
+    """Reads the start signal's pipe: :attr:`started` is done once the command starts (or the pipe closed)."""
 
     def __init__(self) -> None:
         self.started: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     def data_received(self, data: bytes) -> None:
-        _settle(self.started)  # the first document is {"child-pid": N}; later ones are not needed
+        _settle(self.started)
 
     def connection_lost(self, exc: Exception | None) -> None:
         _settle(self.started)

@@ -114,21 +114,17 @@ def sandbox_command(
     env: Mapping[str, str],
     network: bool,
     die_with_parent: bool = True,
-    status_fd: int | None = None,
 ) -> list[str]:
     """``argv`` wrapped in ``bwrap`` (see the module docstring); call only when :func:`sandbox_status` is available.
 
     ``writable`` are the folders bound read-write at their own paths (the workspace first); ``env`` is the whole
     environment of the command. Spawn the result with ``env`` as well, so ``bwrap``'s own ``/proc/<pid>/environ``
-    holds nothing else. With ``status_fd`` (an inherited descriptor), ``bwrap`` writes JSON documents to it, the
-    first (``{"child-pid": N}``) once the sandbox is set up and ``argv`` starts.
+    holds nothing else.
     """
     binary = shutil.which("bwrap") or "bwrap"
     options = [binary, *_base_options(), "--tmpfs", "/tmp"]
     if die_with_parent:
         options.append("--die-with-parent")
-    if status_fd is not None:
-        options += ["--json-status-fd", str(status_fd)]
     runtime = _runtime_folder()
     if runtime is not None:
         options += ["--tmpfs", str(runtime)]
@@ -169,12 +165,11 @@ class Confinement:
         return sandbox_status() if self.sandboxed else SANDBOX_OFF
 
     def prepare(
-        self, argv: Sequence[str], *, run_token: str, die_with_parent: bool = True, status_fd: int | None = None
+        self, argv: Sequence[str], *, run_token: str, die_with_parent: bool = True
     ) -> tuple[list[str], dict[str, str]]:
         """The argv and environment to spawn ``argv`` with.
 
-        Sandboxed, the argv is ``bwrap ... -- argv`` (reporting to ``status_fd``, see :func:`sandbox_command`);
-        otherwise ``argv`` itself, with ``run_token`` in the
+        Sandboxed, the argv is ``bwrap ... -- argv``; otherwise ``argv`` itself, with ``run_token`` in the
         environment for :func:`~tiny_agent_core.tools.process_tree.kill_tree`, and this process made a child
         subreaper (:func:`~tiny_agent_core.tools.process_tree.become_subreaper`) so the command's children that
         leave its group stay in our tree for it.
@@ -183,12 +178,7 @@ class Confinement:
         if self.status.available:
             environment["TMPDIR"] = SANDBOX_TMPDIR
             wrapped = sandbox_command(
-                argv,
-                writable=self.writable,
-                env=environment,
-                network=self.network,
-                die_with_parent=die_with_parent,
-                status_fd=status_fd,
+                argv, writable=self.writable, env=environment, network=self.network, die_with_parent=die_with_parent
             )
             return wrapped, environment
         become_subreaper()
