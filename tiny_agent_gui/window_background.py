@@ -39,6 +39,7 @@ class BackgroundWork:
         self.finding_keyring: asyncio.Future[None] | None = None
         """The look for a usable OS keyring (:meth:`find_keyring`)."""
         self._tasks: set[asyncio.Future[None]] = set()
+        self._key_reads: set[asyncio.Future[None]] = set()
 
     def index_workspaces(self, folders: list[Path]) -> asyncio.Future[None]:
         """Index ``folders`` in a worker thread (the status bar says so meanwhile), then list what was found and
@@ -71,7 +72,7 @@ class BackgroundWork:
     def read_key_ahead(self, config: ProfileConfig | None = None) -> None:
         """Read a profile's key (default: the active one's) in a worker thread, so that starting a run or a compare
         does not wait for the keyring."""
-        config = config or self._window.services.settings.active()
+        config = config if config is not None else self._window.services.settings.active()
         if config is None:
             return
         finding = self.finding_keyring
@@ -81,7 +82,9 @@ class BackgroundWork:
                 await asyncio.wait([finding])
             await self._keys.read_ahead(config)
 
-        self.reading_key = self._hold(asyncio.ensure_future(work()))
+        task = self.reading_key = self._hold(asyncio.ensure_future(work()))
+        self._key_reads.add(task)
+        task.add_done_callback(self._key_reads.discard)
 
     def find_keyring(self) -> None:
         """Ask the key store in a worker thread whether a usable OS keyring is there (the first look loads the
@@ -103,9 +106,9 @@ class BackgroundWork:
             window.controller.warm(first.path)
 
     def cancel_key_read(self) -> None:
-        """The window closes: stop waiting for the key (the worker thread ends on its own)."""
-        if self.reading_key is not None:
-            self.reading_key.cancel()
+        """The window closes: stop waiting for the keys being read (the worker threads end on their own)."""
+        for task in list(self._key_reads):
+            task.cancel()
 
     def _hold(self, task: asyncio.Future[None]) -> asyncio.Future[None]:
         self._tasks.add(task)

@@ -345,9 +345,11 @@ class CostView(QWidget):
     def _finished(self, number: int, result: Any) -> None:
         if number == self._export_request:
             name = self._export_target.name
-            if isinstance(result, Exception):
-                reason = result.strerror if isinstance(result, OSError) and result.strerror else str(result)
+            if isinstance(result, OSError):
+                reason = result.strerror or str(result)
                 self.summary_label.setText(f"Nothing was exported to {name}: {reason}. Choose another folder.")
+            elif isinstance(result, Exception):  # e.g. the worker could not open the index
+                self.summary_label.setText(f"Nothing was exported to {name}: {result}")
             else:
                 self.summary_label.setText(f"Exported {result:,} sessions to {name}")
             self.exported.emit()
