@@ -267,6 +267,7 @@ async def _demo(app: QApplication) -> None:
         app.processEvents()
         fresh.grab().save(str(OUT / "screenshot-welcome.png"))
         fresh.close()
+        window.composer.editor.clear()  # nothing unsent: the window closes without asking
         window.close()
         ledger.close()
         await http.aclose()
@@ -350,6 +351,7 @@ async def _compare_demo(app: QApplication) -> None:
         app.processEvents()
         window.grab().save(str(OUT / "screenshot-compare.png"))
         app.setPalette(app.style().standardPalette())
+        window.composer.editor.clear()  # nothing unsent: the window closes without asking
         window.close()
         ledger.close()
         await http.aclose()

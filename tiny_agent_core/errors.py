@@ -33,6 +33,7 @@ show ``str(error)``, which is always a sentence a user can act on::
     │   └── LedgerVersionError         the database was written by a newer, incompatible version of the app
     ├── AgentError                 the agent loop
     │   ├── AgentBusyError             an operation is already running, or the session has an unfinished one
+    │   ├── UnknownSkillError          ``/skill:<name>`` names no skill of the workspace
     │   └── RecoveryBlockedError       crash recovery cannot continue safely (``reason``); the user must choose
     ├── ToolError                  a tool refused or failed; its message is the model-facing ``Error: …`` text
     │   └── PathOutsideWorkspace       a file tool's path resolves outside the workspace (tools/guard.py)
@@ -289,6 +290,10 @@ class StepLimitError(AgentError):
     """A run reached its limit of model steps (``Agent.max_steps``) and was stopped; a new prompt goes on."""
 
     kind: ClassVar[str] = "step_limit"
+
+
+class UnknownSkillError(AgentError):
+    """``/skill:<name>`` names no skill of the workspace (or its file can no longer be read)."""
 
 
 class RecoveryBlockedError(AgentError):

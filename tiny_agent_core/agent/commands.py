@@ -26,7 +26,7 @@ from pathlib import Path
 
 from tiny_agent_core.agent.context import discover_skills
 from tiny_agent_core.agent.project_files import SKILLS_FOLDER, read_project_file
-from tiny_agent_core.errors import TinyAgentError
+from tiny_agent_core.errors import UnknownSkillError
 
 __all__ = ["SKILL_BODY_LIMIT", "Command", "Compact", "UnknownSkillError", "UseSkill", "parse_command", "skill_prompt"]
 
@@ -51,10 +51,6 @@ class UseSkill:
 
 Command = Compact | UseSkill
 """What a prompt may ask for instead of being sent as typed."""
-
-
-class UnknownSkillError(TinyAgentError):
-    """``/skill:<name>`` names no skill of the workspace (or its file can no longer be read)."""
 
 
 def parse_command(prompt: str) -> Command | None:
