@@ -47,9 +47,13 @@ def capture_text(capture: Any) -> CaptureText:
     """Format one stored capture (a value of ``ledger.raw_captures``) for the inspector.
 
     A capture is the JSON object a :class:`~tiny_agent_core.providers.capture.RawCapture` was stored as
-    (``requestBody``, ``status``, ``responseHeaders``, ``responseBody``, …); anything else (e.g. a truncated
-    capture's wrapper) is shown whole.
+    (``requestBody``, ``status``, ``responseHeaders``, ``responseBody``, …); a pruned capture (the ledger keeps
+    only the newest ones whole) is its note, on both sides; anything else (e.g. a truncated capture's wrapper) is
+    shown whole.
     """
+    if isinstance(capture, dict) and capture.get("pruned") is True:
+        note = str(capture.get("note") or "Raw capture pruned.")
+        return CaptureText(note, note)
     if not isinstance(capture, dict) or not isinstance(capture.get("requestBody"), str):
         whole = json.dumps(capture, indent=2, ensure_ascii=False)
         return CaptureText(whole, whole)

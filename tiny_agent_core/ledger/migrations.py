@@ -67,7 +67,10 @@ Schema (all times are integer milliseconds since the Unix epoch, UTC; money is `
     text of the exchange (request body, status, kept headers, response body or SSE text; no credentials), at
     most the capture cap; when the payload was larger, ``body`` is a JSON object ``{"truncated": true,
     "originalSize": n, "prefix": "<text>"}`` and ``truncated`` is 1; ``original_size``, the redacted payload's
-    size in UTF-8 bytes.
+    size in UTF-8 bytes; ``pruned`` 0/1 (m007: only the newest
+    :data:`~tiny_agent_core.ledger.requests.CAPTURES_KEPT` captures keep their body; an older one's ``body`` is
+    ``{"pruned": true, "note": "<why, for people>", "originalSize": n, "capturedAt": ms}``). The partial index
+    ``raw_captures_whole`` lists the captures not pruned, so the rule counts and finds them without reading a body.
 ``tool_timings`` (derivable: ``toolStarted`` → its result entry)
     ``tool_started_id`` TEXT PK; ``session_id`` FK → sessions (cascade); ``operation_id``; ``step_id``;
     ``tool_call_id``; ``tool_name``; ``started_at``; ``finished_at`` / ``duration_ms`` (NULL while pending);
@@ -98,10 +101,10 @@ from tiny_agent_core.errors import LedgerError, LedgerVersionError
 SCHEMA_MAJOR = 1
 """Incompatible schema generation; a database with a larger major is refused."""
 
-SCHEMA_MINOR = 5
+SCHEMA_MINOR = 6
 """Compatible revision within the major; a larger minor from a newer app is accepted (1: ``session_text``;
 2: ``requests.dropped_fields``; 3: recomputable costs; 4: ``sessions.pinned`` and ``origin_session_id``;
-5: ``requests.copy_of``)."""
+5: ``requests.copy_of``; 6: ``raw_captures.pruned``)."""
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -396,6 +399,20 @@ def m005_session_meta(conn: sqlite3.Connection) -> None:
 def m006_request_copies(conn: sqlite3.Connection) -> None:
     """``requests.copy_of``: the request a fork's (or a duplicate's) request copies, so it is counted once."""
     _execute_all(conn, ["ALTER TABLE requests ADD COLUMN copy_of TEXT"])
+
+
+@migration
+def m007_capture_retention(conn: sqlite3.Connection) -> None:
+    """``raw_captures.pruned`` and the partial index ``raw_captures_whole`` of the captures that still have their
+    body, for the retention rule (:data:`~tiny_agent_core.ledger.requests.CAPTURES_KEPT`). Existing captures stay
+    whole here (no body is rewritten by a migration); the rule prunes the excess a bounded batch per new capture."""
+    _execute_all(
+        conn,
+        [
+            "ALTER TABLE raw_captures ADD COLUMN pruned INTEGER NOT NULL DEFAULT 0 CHECK (pruned IN (0, 1))",
+            "CREATE INDEX raw_captures_whole ON raw_captures (id) WHERE pruned = 0",
+        ],
+    )
 
 
 def _read_user_version(conn: sqlite3.Connection) -> int:

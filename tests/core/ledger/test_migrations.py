@@ -76,7 +76,7 @@ EXPECTED_COLUMNS = {
         "copy_of",
     ],
     "pricing_inputs": ["id", "overrides"],
-    "raw_captures": ["id", "attempt_id", "captured_at", "body", "truncated", "original_size"],
+    "raw_captures": ["id", "attempt_id", "captured_at", "body", "truncated", "original_size", "pruned"],
     "tool_timings": [
         "tool_started_id",
         "session_id",
@@ -104,6 +104,7 @@ APPLIED = [
     "m004_recomputable_cost",
     "m005_session_meta",
     "m006_request_copies",
+    "m007_capture_retention",
 ]
 
 EXPECTED_INDEXES = {
@@ -114,6 +115,7 @@ EXPECTED_INDEXES = {
     "requests_by_model",
     "requests_by_time",
     "raw_captures_by_attempt",
+    "raw_captures_whole",
     "tool_timings_by_session",
     "tool_timings_by_name",
 }
@@ -144,7 +146,7 @@ def test_unknown_usage_and_cost_columns_are_nullable(conn: sqlite3.Connection) -
 def test_migrations_are_recorded_in_order_and_idempotent(conn: sqlite3.Connection) -> None:
     assert m.applied_migrations(conn) == APPLIED
     assert [fn.__name__ for fn in m.MIGRATIONS] == APPLIED
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == m.user_version() == 1 << 16 | 5
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == m.user_version() == 1 << 16 | 6
     assert m.migrate(conn) == []
     again = connect()
     try:
@@ -218,14 +220,14 @@ def test_not_a_database_is_replaced(data_dir: Path) -> None:
 
 
 def test_migration_names_must_be_sequential() -> None:
-    def m009_skipped(conn: sqlite3.Connection) -> None:
+    def m010_skipped(conn: sqlite3.Connection) -> None:
         raise AssertionError
 
-    def m007BadName(conn: sqlite3.Connection) -> None:
+    def m008BadName(conn: sqlite3.Connection) -> None:
         raise AssertionError
 
-    for fn in (m009_skipped, m007BadName):
-        with pytest.raises(ValueError, match="must be named m007_"):
+    for fn in (m010_skipped, m008BadName):
+        with pytest.raises(ValueError, match="must be named m008_"):
             m.migration(fn)
     assert len(m.MIGRATIONS) == len(APPLIED)
 

@@ -129,8 +129,10 @@ def test_m002_from_m001_reads_every_file_once_more(data_dir: Path, workspace: Pa
         "ALTER TABLE sessions DROP COLUMN pinned",
         "ALTER TABLE sessions DROP COLUMN origin_session_id",
         "ALTER TABLE requests DROP COLUMN copy_of",
+        "DROP INDEX raw_captures_whole",
+        "ALTER TABLE raw_captures DROP COLUMN pruned",
         "DELETE FROM _migrations WHERE name IN ('m002_session_text', 'm003_dropped_fields', 'm004_recomputable_cost', "
-        "'m005_session_meta', 'm006_request_copies')",
+        "'m005_session_meta', 'm006_request_copies', 'm007_capture_retention')",
         f"PRAGMA user_version = {1 << 16}",
     ):
         old.execute(statement)
@@ -145,6 +147,7 @@ def test_m002_from_m001_reads_every_file_once_more(data_dir: Path, workspace: Pa
             "m004_recomputable_cost",
             "m005_session_meta",
             "m006_request_copies",
+            "m007_capture_retention",
         ]
         assert conn.execute("PRAGMA user_version").fetchone()[0] == m.user_version()
         assert [s.title for s in list_sessions(conn)] == ["legacy content"]  # the row is kept
