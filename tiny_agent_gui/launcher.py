@@ -85,7 +85,8 @@ def _cannot_start(problem: str, notify: Notifier) -> int:
     """The system check's ``problem`` on stderr (one line, as before), in the log file and on screen; status 2."""
     print(problem, file=sys.stderr)
     log_path = setup_logging(stderr=False)  # the line above is the one stderr gets
-    _log.error("tiny-agent desktop %s cannot start: %s", app_version(), problem)
+    if log_path is not None:  # else logging's last resort would print the line a second time
+        _log.error("tiny-agent desktop %s cannot start: %s", app_version(), problem)
     notify("tiny-agent desktop cannot start", f"{problem.removeprefix('tiny-agent-gui: ')}\n\n{_log_place(log_path)}")
     return 2
 
@@ -133,8 +134,8 @@ def main(argv: Sequence[str] | None = None, *, notify: Notifier = show) -> int:
         _log.critical("tiny-agent desktop stopped on an unexpected error", exc_info=True)
         notify(
             "tiny-agent desktop stopped on an unexpected error",
-            f"{type(error).__name__}: {error}\n\n{_log_place(log_path)}\nPlease report it with that file and what "
-            "tiny-agent-gui --diagnostics prints (keys are never in either).",
+            f"{type(error).__name__}: {error}\n\n{_log_place(log_path)}\nTo report it, add what "
+            "tiny-agent-gui --diagnostics prints (it never shows keys).",
         )
         raise
     _log.info("tiny-agent desktop exiting with status %s", status)

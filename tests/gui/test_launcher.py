@@ -355,6 +355,24 @@ def test_missing_libraries_reach_the_log_and_the_screen_with_exit_2(
     assert "sudo apt-get install libxcb-cursor0" in message  # what to do next
 
 
+@pytest.mark.usefixtures("restore_logging")
+def test_without_a_log_folder_the_notice_says_so_and_the_exit_is_still_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tiny_agent_gui import launcher
+
+    (tmp_path / "a-file").write_text("", encoding="utf-8")
+    monkeypatch.setenv("TINY_AGENT_LOG_DIR", str(tmp_path / "a-file" / "logs"))  # cannot be created
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.delenv("QT_QPA_PLATFORM", raising=False)
+    notified: list[tuple[str, str]] = []
+    assert launcher.main([], notify=lambda title, text: notified.append((title, text))) == 2
+    assert capsys.readouterr().err.startswith("tiny-agent-gui: no display:")
+    [(_title, message)] = notified
+    assert message.endswith("No log file could be written: start tiny-agent-gui from a terminal to see the details.")
+
+
 # -- on-screen notice -------------------------------------------------------------------------------------------
 
 
