@@ -12,6 +12,10 @@ can read or write the OS keyring by accident (CI runs the suite with a real Secr
 working keyring install an in-memory one (``tests/core/test_secrets.py``: ``memory_keyring``); the one test of the
 real Secret Service is marked ``os_keyring`` and keeps the backend keyring discovers.
 
+Logging (autouse, :func:`_own_logging`): the root logger's handlers and level are put back after each test. The
+CLI's ``main`` (run in-process by many tests) and the window's ``setup_logging`` install root handlers, as a real
+process does once; left behind, they would write one test's records into a later test's captured stderr.
+
 Garbage collection (:func:`pytest_collection_finish`): once the test modules are imported, everything alive is
 moved out of the collector's reach (``gc.freeze``). What collection loaded — the app, Qt, the MCP SDK, hypothesis,
 pytest — lives until the process ends anyway, and a full collection that walks it costs ~150 ms; the GUI tests
@@ -26,6 +30,7 @@ building its own from the CA bundle (~20 ms a client, for some 250 tests that on
 from __future__ import annotations
 
 import gc
+import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -78,6 +83,18 @@ def app_folders(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
     for kind in ("data", "config", "cache", "state"):
         monkeypatch.setenv(f"XDG_{kind.upper()}_HOME", str(folders.xdg / kind))
     return folders
+
+
+@pytest.fixture(autouse=True)
+def _own_logging() -> Iterator[None]:
+    """The root logger as the test found it, afterwards (see the module docstring)."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    for handler in [handler for handler in root.handlers if handler not in handlers]:
+        root.removeHandler(handler)
+        handler.close()
+    root.setLevel(level)
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -270,19 +269,6 @@ def test_the_xcb_plugin_is_found_and_checked_for_real() -> None:
 # -- log --------------------------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def restore_logging() -> Iterator[None]:
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    yield
-    for handler in root.handlers:
-        if handler not in handlers:
-            root.removeHandler(handler)
-            handler.close()
-    root.setLevel(level)
-
-
-@pytest.mark.usefixtures("restore_logging")
 def test_the_log_file_is_info_and_masks_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TINY_AGENT_LOG_DIR", str(tmp_path / "logs"))
     monkeypatch.delenv("TINY_AGENT_LOG_LEVEL", raising=False)
@@ -305,7 +291,6 @@ def test_the_log_file_is_info_and_masks_keys(tmp_path: Path, monkeypatch: pytest
     assert (tmp_path / "logs").stat().st_mode & 0o077 == 0
 
 
-@pytest.mark.usefixtures("restore_logging")
 def test_a_crash_of_the_window_is_logged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import tiny_agent_gui.app
     from tiny_agent_gui import launcher
@@ -330,7 +315,6 @@ def test_a_crash_of_the_window_is_logged(tmp_path: Path, monkeypatch: pytest.Mon
     assert f"The log file: {tmp_path / 'logs' / LOG_FILE_NAME}" in message
 
 
-@pytest.mark.usefixtures("restore_logging")
 def test_missing_libraries_reach_the_log_and_the_screen_with_exit_2(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -355,7 +339,6 @@ def test_missing_libraries_reach_the_log_and_the_screen_with_exit_2(
     assert "sudo apt-get install libxcb-cursor0" in message  # what to do next
 
 
-@pytest.mark.usefixtures("restore_logging")
 def test_without_a_log_folder_the_notice_says_so_and_the_exit_is_still_2(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
