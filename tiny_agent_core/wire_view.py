@@ -82,6 +82,8 @@ class CaptureAnswer:
     http_status: int | None
     model: str | None
     """The ``model`` of the response body (the first SSE event that names one)."""
+    outbound_repairs: tuple[str, ...] | None = None
+    """The outbound repairs the request was sent with (``None``: no capture records them)."""
 
 
 def _body_model(body: str) -> str | None:
@@ -101,9 +103,11 @@ def _body_model(body: str) -> str | None:
 
 
 def capture_answer(captures: Sequence[Any]) -> CaptureAnswer:
-    """The HTTP status and answering model of a request from its stored captures (the last one that says)."""
+    """The HTTP status, answering model and outbound repairs of a request from its stored captures (the last one
+    that says)."""
     status: int | None = None
     model: str | None = None
+    repairs: tuple[str, ...] | None = None
     for capture in captures:
         if not isinstance(capture, dict):
             continue
@@ -112,7 +116,10 @@ def capture_answer(captures: Sequence[Any]) -> CaptureAnswer:
         body = capture.get("responseBody")
         found = _body_model(body) if isinstance(body, str) else None
         model = found or model
-    return CaptureAnswer(status, model)
+        listed = capture.get("outboundRepairs")
+        if isinstance(listed, list):
+            repairs = tuple(item for item in listed if isinstance(item, str))
+    return CaptureAnswer(status, model, repairs)
 
 
 def _shell_quote(text: str) -> str:

@@ -7,8 +7,9 @@ result, the diff of an edit or write (Changes), timing, the replay policy and th
 stop reason, usage, cost and its source, latency, time to first token, HTTP status and the answering model, dialect
 repairs (the answer's) beside the outbound repairs (the request's: ``tool_choice_auto``, ``tools_not_streamed``,
 ``tool_call_content_empty_string``), the context window used, and dropped provider fields. Outbound repairs and the
-context window come with the live step (:meth:`InspectorPane.note_step`); the session file and the ledger do not record
-them, so a step of a reopened session says "not recorded". The raw wire request and response (the Wire tab, one above
+context window come with the live step (:meth:`InspectorPane.note_step`); for a step of a reopened session the
+outbound repairs come from its raw capture (once loaded), and the context window, which nothing records, says "not
+recorded". The raw wire request and response (the Wire tab, one above
 the other, as text or as collapsible JSON trees, with "Copy as cURL") come from the ledger's capture, loaded on demand
 through ``load_captures`` when the Step or Wire tab is first shown for that step; they are formatted by the core
 (:mod:`tiny_agent_core.wire_view`), never parsed here. Every text wraps; Ctrl+F searches the section shown. A click
@@ -100,8 +101,8 @@ def step_text(
     """The step's facts as ``label: value`` lines (unknown values say so, never 0).
 
     ``answer`` is what the raw capture says (HTTP status, answering model) when the ledger row does not;
-    ``outbound`` the outbound repairs applied to the request and ``window`` the model's context window, both known
-    only for a step seen live (``None``: not recorded / unknown).
+    ``outbound`` the outbound repairs applied to the request (from the live step or the raw capture) and ``window``
+    the model's context window (known only for a step seen live); ``None``: not recorded / unknown.
     """
     usage = step.usage
     if usage is None:
@@ -557,6 +558,8 @@ class InspectorPane(QWidget):
 
     def _step_text(self, step: StepInfo, answer: CaptureAnswer | None = None) -> str:
         outbound, window = self._live.get(step.attempt_id, (None, None))
+        if outbound is None and answer is not None:
+            outbound = answer.outbound_repairs
         return step_text(step, answer, outbound, window)
 
     def show_changes(self) -> None:

@@ -284,5 +284,11 @@ def test_the_inspector_shows_outbound_repairs_beside_the_inbound_ones(qtbot: QtB
         pane.show_item(last)
         assert "outbound repairs: not recorded" in pane.step.toPlainText()  # not seen live, not in the file
         assert "context: unknown window" in pane.step.toPlainText()
+        captured = {"status": 200, "outboundRepairs": ["tool_call_content_empty_string"]}
+        pane.set_capture_loader(lambda _attempt: [captured])  # a reopened session: the ledger kept the capture
+        pane.show_item(last)
+        pane.tabs.setCurrentWidget(pane.step)
+        assert "outbound repairs: tool_call_content_empty_string\n" in pane.step.toPlainText()
+        assert "context: unknown window" in pane.step.toPlainText()  # recorded nowhere
     finally:
         session.store.close()
