@@ -36,6 +36,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
+from tiny_agent_core.agent.auto_compact import DEFAULT_PERCENT, PERCENT_RANGE
 from tiny_agent_core.errors import SettingsError, SettingsFileError, SettingsVersionError
 from tiny_agent_core.paths import config_dir
 from tiny_agent_core.pricing import PriceOverride
@@ -167,6 +168,10 @@ class AppSettings:
     """User prices by ``(provider id, model or "*")``; pass to :func:`~tiny_agent_core.pricing.price_request`."""
     max_steps: int | None = None
     """Model steps one run may start before it stops and offers to continue (``None``: the agent's default)."""
+    auto_compact: int | None = DEFAULT_PERCENT
+    """Compact before sending a prompt when the last request used this percentage of the model's context window or
+    more (:mod:`~tiny_agent_core.agent.auto_compact`); ``None``: never. Stored as ``"autoCompact"``: a whole
+    number, or ``false`` (a file without it gets the default)."""
     offline_workspaces: list[str] = field(default_factory=list)
     """Workspaces (real paths) whose ``bash`` and ``bg`` commands run without network (where the sandbox can cut it)."""
     load_error: SettingsError | None = None
@@ -247,6 +252,9 @@ class AppSettings:
                 )
         if self.max_steps is not None and not 1 <= self.max_steps <= MAX_STEPS_LIMIT:
             raise SettingsError(f"The step limit must be a whole number from 1 to {MAX_STEPS_LIMIT:,}.")
+        low, high = PERCENT_RANGE
+        if self.auto_compact is not None and not low <= self.auto_compact <= high:
+            raise SettingsError(f"The automatic compaction threshold must be a whole percentage from {low} to {high}.")
 
     # -- profiles ------------------------------------------------------------------------------------------
 
@@ -318,6 +326,7 @@ class AppSettings:
             "workspaces": list(self.workspaces),
             "priceOverrides": overrides,
             "maxSteps": self.max_steps,
+            "autoCompact": False if self.auto_compact is None else self.auto_compact,
             "offlineWorkspaces": list(self.offline_workspaces),
         }
 
@@ -340,8 +349,23 @@ class AppSettings:
             not isinstance(max_steps, int) or isinstance(max_steps, bool) or not 1 <= max_steps <= MAX_STEPS_LIMIT
         ):
             raise bad("'maxSteps'", f"must be null or a whole number from 1 to {MAX_STEPS_LIMIT}")
+        auto_compact = data.get("autoCompact", DEFAULT_PERCENT)
+        low, high = PERCENT_RANGE
+        if auto_compact is not False and (
+            not isinstance(auto_compact, int) or isinstance(auto_compact, bool) or not low <= auto_compact <= high
+        ):
+            raise bad("'autoCompact'", f"must be false or a whole number from {low} to {high}")
         offline = sorted(set(_folders_from_json(data, "offlineWorkspaces", bad)))
-        return cls(path, profiles, active, workspaces, overrides, max_steps=max_steps, offline_workspaces=offline)
+        return cls(
+            path,
+            profiles,
+            active,
+            workspaces,
+            overrides,
+            max_steps=max_steps,
+            auto_compact=None if auto_compact is False else auto_compact,
+            offline_workspaces=offline,
+        )
 
     def network_allowed(self, workspace: str | os.PathLike[str]) -> bool:
         """Whether ``bash`` and ``bg`` may use the network in ``workspace`` (they may unless the user turned it off)."""
