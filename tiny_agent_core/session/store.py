@@ -57,6 +57,7 @@ from tiny_agent_core.session.facts import new_id
 from tiny_agent_core.session.framing import committed_length, require_header_line
 from tiny_agent_core.session.reducer import TransactionObserver, apply_transaction, reduce_session, stage_transaction
 from tiny_agent_core.session.state import SessionState
+from tiny_agent_core.small_files import read_at_most
 
 if TYPE_CHECKING:
     from hashlib import _Hash
@@ -137,19 +138,6 @@ def find_session(workspace: str | os.PathLike[str], session_id: str) -> Path:
     return path
 
 
-def _read_all(fd: int, limit: int = -1) -> bytes:
-    """Read ``fd`` to its end (or ``limit`` bytes at most, when not negative)."""
-    chunks: list[bytes] = []
-    left = limit
-    while left:
-        chunk = os.read(fd, 1 << 24 if left < 0 else min(left, 1 << 24))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        left = left - len(chunk) if left > 0 else left
-    return b"".join(chunks)
-
-
 def read_session_file(path: str | os.PathLike[str], *, start: int = 0, limit: int = -1) -> bytes:
     """The bytes of session file ``path`` from offset ``start`` to its end (``limit`` bytes at most, when not
     negative), opened without blocking and without following a symbolic link. Read to its end, more than
@@ -161,19 +149,24 @@ def read_session_file(path: str | os.PathLike[str], *, start: int = 0, limit: in
     """
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise SessionError(f"Not a regular file: {path}")
-        if limit < 0 and info.st_size - start > SESSION_FILE_MAX:
-            raise _too_large(path, info.st_size)
-        if start:
-            os.lseek(fd, start, os.SEEK_SET)
-        data = _read_all(fd, SESSION_FILE_MAX + 1 if limit < 0 else limit)
-        if limit < 0 and len(data) > SESSION_FILE_MAX:  # it grew while being read
-            raise _too_large(path, start + len(data))
-        return data
+        return _read_regular(fd, path, start, limit)
     finally:
         os.close(fd)
+
+
+def _read_regular(fd: int, path: str | os.PathLike[str], start: int = 0, limit: int = -1) -> bytes:
+    """:func:`read_session_file` on an open descriptor (which must be a regular file)."""
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        raise SessionError(f"Not a regular file: {os.fspath(path)}")
+    if limit < 0 and info.st_size - start > SESSION_FILE_MAX:
+        raise _too_large(path, info.st_size)
+    if start:
+        os.lseek(fd, start, os.SEEK_SET)
+    data = read_at_most(fd, SESSION_FILE_MAX + 1 if limit < 0 else limit)
+    if limit < 0 and len(data) > SESSION_FILE_MAX:  # it grew while being read
+        raise _too_large(path, start + len(data))
+    return data
 
 
 def _too_large(path: str | os.PathLike[str], size: int) -> SessionTooLargeError:
@@ -407,7 +400,7 @@ class SessionStore:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise SessionError(f"Not a regular file: {path}")
             _lock(fd, path, match.group(1))
-            data = _read_all(fd)
+            data = _read_regular(fd, path)
             require_header_line(data, path.name)
             state, digest, resumed = _reduce(data, observer, resumable, resume)
             cls._check_name(state, match.group(1))

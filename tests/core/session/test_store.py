@@ -327,6 +327,14 @@ def test_a_file_over_the_size_limit_is_refused_before_it_is_read(tmp_path: Path)
     assert read_session_file(path, limit=4) == b"\0" * 4  # a bounded read (the header probe) still works
 
 
+def test_a_session_file_over_the_limit_is_not_opened_for_writing_either(store: SessionStore) -> None:
+    store.close()
+    with store.path.open("r+b") as handle:
+        handle.truncate(SESSION_FILE_MAX + 1)  # sparse
+    with pytest.raises(SessionTooLargeError, match="files over 512 MiB are not opened"):
+        SessionStore.open(store.path)
+
+
 def test_a_session_stops_growing_at_the_size_limit(store: SessionStore, monkeypatch: pytest.MonkeyPatch) -> None:
     before = snapshot(store)
     monkeypatch.setattr(store_module, "SESSION_FILE_MAX", store.path.stat().st_size + 600)
