@@ -147,6 +147,7 @@ class MainWindow(QMainWindow):
             ledger=services.ledger,
             price_overrides=self._price_overrides,
             max_steps=lambda: self.services.settings.max_steps,
+            auto_compact=lambda: self.services.settings.auto_compact,
             network=self.services.settings.network_allowed,
             mcp=AppServers(services.mcp_catalog, keys=services.keys) if services.mcp_catalog is not None else None,
             parent=self,

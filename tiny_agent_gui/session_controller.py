@@ -14,6 +14,13 @@ A prompt may be a command (:mod:`tiny_agent_core.agent.commands`): ``/compact`` 
 :meth:`SessionController.compact` does; ``/skill:<name> <text>`` sends the skill's file with the text (read in a
 worker thread once the operation starts; an unknown name is reported through :attr:`SessionController.failed`).
 
+Before a prompt is sent, the session is compacted first when the last model request came close to the model's
+known context window (the core's rule: :func:`tiny_agent_core.agent.auto_compact.decide`, at the percentage
+``auto_compact`` gives; ``None``: never). That compaction is an operation of its own, reported through
+:attr:`SessionController.finished` with a result whose ``answer`` says why it ran; then the prompt's run starts. When
+it fails or is stopped (Esc), the prompt is not sent: it comes back through :attr:`SessionController.refused`, so
+Esc means stop, and a failure is seen before anything is sent on an overfull context.
+
 Nothing typed is lost: a prompt that is refused before it becomes durable (no provider, another operation running,
 an unfinished operation in the session, text a session file cannot hold, Esc while the MCP servers connect, an
 unknown skill, a failed append) comes back through :attr:`SessionController.refused` as typed, after the signal
@@ -33,6 +40,7 @@ from typing import Any, NamedTuple
 
 from PySide6.QtCore import QObject, Signal
 
+from tiny_agent_core.agent import auto_compact
 from tiny_agent_core.agent.commands import Compact, UseSkill, parse_command, skill_prompt
 from tiny_agent_core.agent.events import DialectLearned
 from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, Agent, RunResult
@@ -136,6 +144,7 @@ class SessionController(QObject):
         ledger: sqlite3.Connection | None = None,
         price_overrides: Callable[[], Overrides | None] = lambda: None,
         max_steps: Callable[[], int | None] = lambda: None,
+        auto_compact: Callable[[], int | None] = lambda: None,
         network: Callable[[Path], bool] = lambda _workspace: True,
         mcp: AppServers | None = None,
         parent: QObject | None = None,
@@ -150,6 +159,8 @@ class SessionController(QObject):
         """Sessions, agents and the index: the window's index connection, or none."""
         self._price_overrides = price_overrides
         self._max_steps = max_steps
+        self._auto_compact = auto_compact
+        """The percentage of the context window from which a prompt is preceded by a compaction (``None``: never)."""
         self._network = network
         self._session: OpenedSession | None = None
         self._tools: ToolSet | None = None
@@ -374,6 +385,9 @@ class SessionController(QObject):
             message = prompt
             if isinstance(command, UseSkill):
                 message = await asyncio.to_thread(skill_prompt, agent.workspace, command)
+            compacted = await self._compact_first(agent)
+            if compacted is not None and compacted.outcome != "completed":
+                return compacted  # not sent: _run gives the typed text back
             return await agent.run(message)
 
         self._start(work, typed=prompt)
@@ -389,6 +403,27 @@ class SessionController(QObject):
     async def _compact(self, agent: Agent) -> RunResult:
         self._unsent = None  # a typed /compact is used once the compaction begins
         return await agent.compact()
+
+    async def _compact_first(self, agent: Agent) -> RunResult | None:
+        """Compact before a prompt when the core's rule says so (see the module docstring); the compaction's result,
+        its ``answer`` saying why it ran (reported through :attr:`finished` when it completed), else ``None``."""
+        timeline, used = self._timeline, self._in_use
+        if timeline is None or used is None:
+            return None
+        decision = auto_compact.decide(timeline.steps(), used.profile.context_length, self._auto_compact())
+        if decision is None:
+            return None
+        result = await agent.compact()
+        if result.outcome == "completed":
+            answer = f"Before sending: {decision.reason()}. {result.answer or ''}".rstrip()
+            self.finished.emit(replace(result, answer=answer))
+            return None
+        what = "was stopped" if result.outcome == "aborted" else "failed"
+        return replace(
+            result,
+            answer=f"Not sent: the compaction before it {what} ({decision.reason()}); your prompt is back in the "
+            "composer. Send it again, or turn automatic compaction off in Settings › Tools.",
+        )
 
     def abandon(self) -> None:
         """Abort an operation whose recovery is blocked (the explicit way out)."""

@@ -159,6 +159,7 @@ class SettingsDialog(QDialog):
         self.settings.workspaces = staged.workspaces
         self.settings.price_overrides = price_overrides
         self.settings.max_steps = self.tools.max_steps()
+        self.settings.auto_compact = self.tools.auto_compact()
         self.settings.offline_workspaces = self.tools.offline_workspaces()
         try:
             self.settings.save()

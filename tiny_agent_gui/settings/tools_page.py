@@ -1,9 +1,11 @@
 """The Tools tab: standing "always allow" permissions — whole tools, command prefixes and path globs — (visible,
 revocable), the extra folders file tools may reach,
-whether ``bash``/``bg`` may use the network per workspace (and whether they are sandboxed at all), the step limit.
+whether ``bash``/``bg`` may use the network per workspace (and whether they are sandboxed at all), the step limit,
+automatic compaction before a prompt (on or off, and from which share of the model's context window).
 
 Permissions and folders are staged and applied to :class:`~tiny_agent_core.tools.approval.ToolSettings` by the
-dialog's Save; the network choices and the step limit are staged for :class:`~tiny_agent_core.settings.AppSettings`.
+dialog's Save; the network choices, the step limit and automatic compaction are staged for
+:class:`~tiny_agent_core.settings.AppSettings`.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from tiny_agent_core.agent.auto_compact import DEFAULT_PERCENT, PERCENT_RANGE
 from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS
 from tiny_agent_core.mcp.names import shown_name
 from tiny_agent_core.settings import MAX_STEPS_LIMIT, AppSettings
@@ -37,8 +40,8 @@ __all__ = ["ToolsPage"]
 
 
 class ToolsPage(QWidget):
-    """Staged revocations, allowed-root and network changes, the step limit; ``workspaces`` gives the folders to
-    offer; ``sandbox`` says whether commands can be sandboxed here (probed once per process)."""
+    """Staged revocations, allowed-root and network changes, the step limit, automatic compaction; ``workspaces``
+    gives the folders to offer; ``sandbox`` says whether commands can be sandboxed here (probed once per process)."""
 
     def __init__(
         self,
@@ -100,6 +103,16 @@ class ToolsPage(QWidget):
         self.steps_spin.setAccessibleName("Step limit per run")
         steps_label = QLabel("Stop a run and offer to continue after this many model &steps:")
         steps_label.setBuddy(self.steps_spin)
+        self.compact_check = QCheckBox("Compact the session &before sending a prompt when the last request used")
+        self.compact_check.setAccessibleName("Compact automatically before sending")
+        self.compact_check.setChecked(settings.auto_compact is not None)
+        self.compact_spin = QSpinBox()
+        self.compact_spin.setRange(*PERCENT_RANGE)
+        self.compact_spin.setSuffix(" %")
+        self.compact_spin.setValue(settings.auto_compact or DEFAULT_PERCENT)
+        self.compact_spin.setAccessibleName("Automatic compaction threshold, percent of the context window")
+        self.compact_spin.setEnabled(self.compact_check.isChecked())
+        compact_tail = QLabel("of the model's context window (when that window is known)")
 
         layout = QVBoxLayout(self)
         layout.addWidget(always_label)
@@ -127,6 +140,12 @@ class ToolsPage(QWidget):
         row.addWidget(self.steps_spin)
         row.addStretch(1)
         layout.addLayout(row)
+        row = QHBoxLayout()
+        row.addWidget(self.compact_check)
+        row.addWidget(self.compact_spin)
+        row.addWidget(compact_tail)
+        row.addStretch(1)
+        layout.addLayout(row)
 
         self.revoke_button.clicked.connect(self.revoke_selected)
         self.revoke_all_button.clicked.connect(self.revoke_all)
@@ -134,6 +153,7 @@ class ToolsPage(QWidget):
         self.add_root_button.clicked.connect(self.add_root)
         self.remove_root_button.clicked.connect(self.remove_root)
         self.network_check.toggled.connect(self._network_toggled)
+        self.compact_check.toggled.connect(self.compact_spin.setEnabled)
         self._show_always()
         self.refresh_workspaces()
 
@@ -251,6 +271,10 @@ class ToolsPage(QWidget):
         """The staged step limit (``None`` when it is the agent's default)."""
         value = self.steps_spin.value()
         return None if value == DEFAULT_MAX_STEPS else value
+
+    def auto_compact(self) -> int | None:
+        """The staged automatic compaction threshold in percent (``None``: off)."""
+        return self.compact_spin.value() if self.compact_check.isChecked() else None
 
     def _network_toggled(self, allowed: bool) -> None:
         workspace = self.workspace_combo.currentData()
