@@ -252,18 +252,6 @@ def _lock(fd: int, path: Path, session_id: str) -> None:
         raise SessionError(f"Cannot lock session file {path}: {error.strerror}") from error
 
 
-def _open_elsewhere(fd: int) -> bool:
-    """Whether the file of ``fd`` is open anywhere else too (another program, or another descriptor here): Linux
-    grants a write lease only to the file's one open description. Where leases cannot tell (not the owner, a file
-    system without them), ``False``."""
-    try:
-        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
-    except OSError as error:
-        return error.errno in (errno.EAGAIN, errno.EBUSY)
-    fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
-    return False
-
-
 @dataclass(frozen=True, slots=True, eq=False)
 class SessionSnapshot:
     """A closed store's reduced state and the SHA-256 digest of the committed bytes it was reduced from (see
@@ -413,12 +401,6 @@ class SessionStore:
                 raise SessionError(f"Not a regular file: {path}")
             _lock(fd, path, match.group(1))
             data = _read_regular(fd, path)
-            if data and not data.endswith(b"\n") and _open_elsewhere(fd):
-                # Not a crash's torn tail but a line still being written: the reference CLIs take no lock.
-                raise SessionLockedError(
-                    f"Session {match.group(1)} ends in an unfinished line and another program has it open (a "
-                    "tiny-agent command line?); it can still be opened read-only."
-                )
             require_header_line(data, path.name)
             state, digest, resumed = _reduce(data, observer, resumable, resume)
             cls._check_name(state, match.group(1))

@@ -234,23 +234,6 @@ def test_open_repairs_a_torn_tail_before_any_append(store: SessionStore) -> None
     reduce_session(path.read_bytes())
 
 
-def test_an_unfinished_line_another_program_holds_open_is_not_cut_off(store: SessionStore) -> None:
-    store.append(run_facts())
-    path = store.path
-    store.close()
-    with open(path, "ab") as writer:  # a reference CLI in the middle of its append (it takes no lock)
-        writer.write(b'[{"kind":"entry","seq":3,"id":"01')
-        writer.flush()
-        before = path.read_bytes()
-        with pytest.raises(SessionLockedError, match="ends in an unfinished line and another program has it open"):
-            SessionStore.open(path)
-        assert path.read_bytes() == before  # nothing cut off
-        with SessionStore.open(path, read_only=True) as reader:
-            assert reader.state.fact_count == 2
-    with SessionStore.open(path) as reopened:  # nobody holds it now: a crash's torn tail, repaired
-        assert reopened.state.fact_count == 2
-
-
 def test_read_only_open_leaves_a_torn_tail_alone(store: SessionStore) -> None:
     store.close()
     with open(store.path, "ab") as handle:
