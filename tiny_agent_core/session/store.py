@@ -405,6 +405,11 @@ class SessionStore:
             state, digest, resumed = _reduce(data, observer, resumable, resume)
             cls._check_name(state, match.group(1))
             if state.repaired_length != len(data):
+                if os.fstat(fd).st_size != len(data):  # grown meanwhile: another program (a CLI) is writing it
+                    raise SessionChangedError(
+                        f"Session {match.group(1)} grew while it was being opened: another program (a tiny-agent "
+                        "command line?) is writing it. Open it again once that has finished."
+                    )
                 os.ftruncate(fd, state.repaired_length)
                 os.fsync(fd)
             os.fchmod(fd, 0o600)

@@ -234,6 +234,28 @@ def test_open_repairs_a_torn_tail_before_any_append(store: SessionStore) -> None
     reduce_session(path.read_bytes())
 
 
+def test_a_tail_that_grows_while_the_file_is_opened_is_not_cut_off(
+    store: SessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.append(run_facts())
+    path = store.path
+    store.close()
+    with open(path, "ab") as writer:
+        writer.write(b'[{"kind":"entry","seq":3,')  # a reference CLI's line, half written (it takes no lock)
+    reduce = store_module._reduce
+
+    def reduce_while_the_cli_writes(*args: Any) -> Any:
+        with open(path, "ab") as writer:
+            writer.write(b'"id":"01')
+        return reduce(*args)
+
+    monkeypatch.setattr(store_module, "_reduce", reduce_while_the_cli_writes)
+    before = len(path.read_bytes())
+    with pytest.raises(SessionChangedError, match="grew while it was being opened"):
+        SessionStore.open(path)
+    assert len(path.read_bytes()) > before  # nothing cut off
+
+
 def test_read_only_open_leaves_a_torn_tail_alone(store: SessionStore) -> None:
     store.close()
     with open(store.path, "ab") as handle:
