@@ -550,8 +550,11 @@ class Timeline:
     def _compaction(self, entry: CompactionEntry) -> None:
         operation = self._operations.get(entry.operation_id)
         step = None
-        if operation is not None and operation.last_attempt_id is not None:
-            step = self._steps.get(operation.last_attempt_id)
+        if operation is not None and operation.last_attempt_id in self._steps:
+            # the summary is the compaction step's answer, as an assistant entry is a run step's
+            step = self._update_step(
+                operation.last_attempt_id, status="settled", finished_at=entry.timestamp, notify=False
+            )
         item = CompactionItem(
             entry.id,
             entry.summary,

@@ -410,7 +410,9 @@ class SessionController(QObject):
         timeline, used = self._timeline, self._in_use
         if timeline is None or used is None:
             return None
-        decision = auto_compact.decide(timeline.steps(), used.profile.context_length, self._auto_compact())
+        decision = auto_compact.decide(
+            timeline.steps(), used.profile.context_length, self._auto_compact(), agent.store.state.active_context
+        )
         if decision is None:
             return None
         result = await agent.compact()

@@ -19,8 +19,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Protocol
+from typing import Any, Protocol
 
+from tiny_agent_core.agent.compaction import compaction_cut
+from tiny_agent_core.session.rules.compaction import SUMMARY_PREFIX
 from tiny_agent_core.usage import Usage
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "decide",
     "last_prompt_tokens",
     "should_compact",
+    "shrinks",
 ]
 
 DEFAULT_PERCENT = 85
@@ -104,13 +107,29 @@ def last_prompt_tokens(steps: Iterable[RecordedStep]) -> int | None:
     return None
 
 
-def decide(steps: Iterable[RecordedStep], context_window: int | None, percent: int | None) -> AutoCompaction | None:
-    """Whether to compact before the next prompt of a session with these ``steps`` (oldest first), for a model
-    with ``context_window`` tokens (``None``: unknown), with automatic compaction at ``percent`` % (``None``: off).
-    """
+def shrinks(active_context: Sequence[dict[str, Any]]) -> bool:
+    """Whether compacting ``active_context`` now would leave it smaller: the cut (:func:`compaction_cut`) must
+    take more than an earlier compaction's summary alone, else each prompt would pay for a request that summarizes
+    the summary and the context stays as full."""
+    cut = compaction_cut(active_context)
+    if cut is None:
+        return False
+    first = active_context[0].get("content")
+    return cut.cut > 1 or not (isinstance(first, str) and first.startswith(SUMMARY_PREFIX))
+
+
+def decide(
+    steps: Iterable[RecordedStep],
+    context_window: int | None,
+    percent: int | None,
+    active_context: Sequence[dict[str, Any]],
+) -> AutoCompaction | None:
+    """Whether to compact before the next prompt of a session with these ``steps`` (oldest first) and this
+    ``active_context``, for a model with ``context_window`` tokens (``None``: unknown), with automatic compaction at
+    ``percent`` % (``None``: off); never when compacting would not shrink the context (:func:`shrinks`)."""
     if percent is None:
         return None
     prompt = last_prompt_tokens(steps)
     if prompt is None or context_window is None or not should_compact(prompt, context_window, percent / 100):
         return None
-    return AutoCompaction(prompt, context_window)
+    return AutoCompaction(prompt, context_window) if shrinks(active_context) else None

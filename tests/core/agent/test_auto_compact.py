@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.core.session.builders import SessionScript
 from tiny_agent_core.agent.auto_compact import (
     DEFAULT_PERCENT,
     AutoCompaction,
     decide,
     last_prompt_tokens,
     should_compact,
+    shrinks,
 )
+from tiny_agent_core.timeline import Timeline
 from tiny_agent_core.usage import Usage
 
 
@@ -22,6 +25,19 @@ class Step(NamedTuple):
     step_kind: str
     status: str
     usage: Usage | None
+
+
+def turns(count: int, summary: bool = False) -> list[dict[str, Any]]:
+    """An active context of ``count`` user/assistant pairs, after an earlier compaction's summary if ``summary``."""
+    head = [{"role": "user", "content": "[Compacted history]\nearlier work"}] if summary else []
+    pairs = [
+        [{"role": "user", "content": f"ask {n}"}, {"role": "assistant", "content": f"did {n}"}] for n in range(count)
+    ]
+    return head + [message for pair in pairs for message in pair]
+
+
+CONTEXT = turns(5)
+"""Ten messages: compacting them keeps the last six and summarizes the rest."""
 
 
 def run_step(prompt: int | None, status: str = "settled") -> Step:
@@ -82,17 +98,35 @@ def test_a_compaction_that_did_not_settle_changes_nothing_and_its_usage_does_not
 
 
 def test_decide_gives_the_figures_and_says_why() -> None:
-    decision = decide([run_step(28_508)], 32_768, DEFAULT_PERCENT)
+    decision = decide([run_step(28_508)], 32_768, DEFAULT_PERCENT, CONTEXT)
     assert decision == AutoCompaction(28_508, 32_768)
     assert decision.reason() == "the last request used 87 % of the model's 32,768-token context"
-    assert decide([run_step(28_508)], 32_768, None) is None  # turned off
-    assert decide([run_step(28_508)], None, DEFAULT_PERCENT) is None  # window unknown
-    assert decide([run_step(None)], 32_768, DEFAULT_PERCENT) is None  # usage unknown
-    assert decide([run_step(20_000)], 32_768, DEFAULT_PERCENT) is None  # below
-    assert decide([run_step(20_000)], 32_768, 60) is not None
+    assert decide([run_step(28_508)], 32_768, None, CONTEXT) is None  # turned off
+    assert decide([run_step(28_508)], None, DEFAULT_PERCENT, CONTEXT) is None  # window unknown
+    assert decide([run_step(None)], 32_768, DEFAULT_PERCENT, CONTEXT) is None  # usage unknown
+    assert decide([run_step(20_000)], 32_768, DEFAULT_PERCENT, CONTEXT) is None  # below
+    assert decide([run_step(20_000)], 32_768, 60, CONTEXT) is not None
 
 
 @pytest.mark.parametrize("percent", [10, 85, 100])
 def test_decide_at_exactly_the_percentage(percent: int) -> None:
-    assert decide([run_step(percent * 40)], 4000, percent) is not None
-    assert decide([run_step(percent * 40 - 1)], 4000, percent) is None
+    assert decide([run_step(percent * 40)], 4000, percent, CONTEXT) is not None
+    assert decide([run_step(percent * 40 - 1)], 4000, percent, CONTEXT) is None
+
+
+def test_a_context_compaction_would_not_shrink_is_not_compacted() -> None:
+    assert shrinks(turns(5))
+    assert not shrinks(turns(3))  # "Nothing to compact.": six messages are always kept
+    assert not shrinks(turns(3, summary=True))  # only the summary before the kept turns: it would summarize itself
+    assert shrinks(turns(4, summary=True))
+    assert decide([run_step(30_000)], 32_768, DEFAULT_PERCENT, turns(3, summary=True)) is None
+
+
+def test_a_finished_compaction_in_a_real_timeline_resets_the_figure() -> None:
+    script = SessionScript(seed=3)
+    script.run("first", ["an answer"], usage=(3_700, 10, 0, 0))
+    script.run("second", ["another answer"], usage=(3_700, 10, 0, 0))
+    script.compact()
+    timeline = Timeline.from_bytes(script.data())
+    assert [step.status for step in timeline.steps() if step.step_kind == "compaction"] == ["settled"]
+    assert last_prompt_tokens(timeline.steps()) is None  # the context was replaced since that request

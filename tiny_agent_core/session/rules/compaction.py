@@ -16,7 +16,10 @@ from tiny_agent_core.session.rules.context import FactContext, Reservations
 from tiny_agent_core.session.rules.messages import canonical_message, check_message, check_role_order
 from tiny_agent_core.session.state import IDLE, CompactionOperation, EntryInfo, SessionIndex, SessionState
 
-__all__ = ["apply_compaction_entry", "apply_compaction_started"]
+__all__ = ["SUMMARY_PREFIX", "apply_compaction_entry", "apply_compaction_started"]
+
+SUMMARY_PREFIX = "[Compacted history]\n"
+"""How the summary message of a compaction starts in the active context (the reference's text)."""
 
 _COMPACTION_KEYS = frozenset({"type", "operationId", "summary", "compactedThroughEntryId", "retainedTail"})
 _RETAINED_KEYS = frozenset({"sourceEntryId", "message"})
@@ -139,7 +142,7 @@ def apply_compaction_entry(context: FactContext, entry: dict[str, Any]) -> Compa
     if attempt is None or attempt.closed or attempt.step_kind != "compaction":
         context.fail("INVALID_TRANSITION")
     journal = context.journal
-    summary_message = {"role": "user", "content": "[Compacted history]\n" + summary}
+    summary_message = {"role": "user", "content": SUMMARY_PREFIX + summary}
     journal.assign(context.state, "active_context", [summary_message, *retained])
     index.active_through = found.input_through_entry_id  # a running value (Journal restores it)
     journal.assign(attempt, "closed", True)
