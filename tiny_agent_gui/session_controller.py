@@ -184,6 +184,8 @@ class SessionController(QObject):
         self.mcp = mcp
         """The window's MCP servers (``None``: no MCP)."""
         self._connecting_mcp: asyncio.Future[list[McpError]] | None = None
+        self._preparing: asyncio.Future[str] | None = None
+        """A ``/skill:`` prompt's file being read (Esc cancels it: nothing is durable yet)."""
         if mcp is not None:  # the raw exchange of an MCP call is kept under the call id the agent announces
             self.bridge.tool_started.connect(lambda event: mcp.exchanges.started(event.call_id, event.name))
 
@@ -381,10 +383,20 @@ class SessionController(QObject):
             self._start(self._compact, typed=prompt)
             return
 
-        async def work(agent: Agent) -> RunResult:
+        async def work(agent: Agent) -> RunResult | None:
             message = prompt
             if isinstance(command, UseSkill):
-                message = await asyncio.to_thread(skill_prompt, agent.workspace, command)
+                reading = self._preparing = asyncio.ensure_future(
+                    asyncio.to_thread(skill_prompt, agent.workspace, command)
+                )
+                try:
+                    message = await reading
+                except asyncio.CancelledError:
+                    if asyncio.current_task().cancelling():  # type: ignore[union-attr]  # the operation itself
+                        raise
+                    return None  # Esc while the skill was read: nothing sent; _run gives the typed text back
+                finally:
+                    self._preparing = None
             compacted = await self._compact_first(agent)
             if compacted is not None and compacted.outcome != "completed":
                 return compacted  # not sent: _run gives the typed text back
@@ -437,10 +449,13 @@ class SessionController(QObject):
 
     def cancel(self) -> None:
         """Stop the running operation (Esc): ``abortRequested`` is durable first, then the work is cancelled."""
+        agent = self._agent
         if self._connecting_mcp is not None and not self._connecting_mcp.done():  # nothing started: nothing to record
             self._connecting_mcp.cancel()
-        elif self._agent is not None and self.busy:
-            self._abort = asyncio.ensure_future(self._agent.abort())
+        elif self._preparing is not None and not self._preparing.done():  # nothing durable yet: the prompt comes back
+            self._preparing.cancel()
+        elif agent is not None and self.busy:
+            self._abort = asyncio.ensure_future(agent.abort())
             self._abort.add_done_callback(self._abort_done)
 
     def _abort_done(self, future: asyncio.Future[bool]) -> None:

@@ -4,8 +4,11 @@ the real window and the loopback provider."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
+from typing import Any
 
+import pytest
 from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
@@ -15,8 +18,10 @@ from tests.gui.test_main_window import server, window
 from tests.gui.test_mcp import hanging_server, mcp_window, windows
 from tests.gui.waiting import activated, until
 from tests.loopback import LoopbackServer
+from tiny_agent_core.agent.commands import skill_prompt
 from tiny_agent_core.mcp.app_catalog import AppCatalog
 from tiny_agent_core.timeline import UserItem
+from tiny_agent_gui import session_controller
 from tiny_agent_gui.main_window import MainWindow
 
 __all__ = ["server", "window", "windows"]  # the fixtures
@@ -158,6 +163,32 @@ async def test_an_unknown_skill_says_so_and_the_text_comes_back(
     await _sent(window, qtbot, "/skill:nope do it")
     assert "Unknown skill: nope" in window.banner_text.text()
     assert _given_back(window, "/skill:nope do it")
+    assert not server.requests
+    assert not _user_items(window)
+
+
+async def test_esc_while_a_skill_is_read_stops_and_gives_the_text_back(
+    window: MainWindow, server: LoopbackServer, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = Path(window.services.settings.workspaces[0])
+    skill = workspace / ".tiny-agent" / "skills" / "deploy" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("---\nname: deploy\ndescription: Ship it\n---\nRun make deploy.\n")
+    reading, release = threading.Event(), threading.Event()
+
+    def slow_skill_prompt(*args: Any) -> str:  # a skill on a slow disk
+        reading.set()
+        release.wait(10)
+        return skill_prompt(*args)
+
+    monkeypatch.setattr(session_controller, "skill_prompt", slow_skill_prompt)
+    server.queue(text_reply("Deployed."))
+    await _type_and_send(window, qtbot, "/skill:deploy to staging")
+    await until(reading.is_set)
+    window.controller.cancel()  # Esc: nothing is durable yet
+    await until(lambda: not window.controller.busy)
+    release.set()
+    assert _given_back(window, "/skill:deploy to staging")
     assert not server.requests
     assert not _user_items(window)
 
