@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import httpx
+import keyring.errors
 import pytest
 from keyring.backends import fail
 from PySide6.QtCore import Qt
@@ -24,7 +25,7 @@ from tests.core.agent.conftest import text_reply, tool_reply
 from tests.core.mcp.conftest import ROOT, stdio_server
 from tests.core.test_secrets import MemoryKeyring, use_keyring
 from tests.gui.test_settings_dialog import Calls
-from tests.gui.waiting import until
+from tests.gui.waiting import emitted, until
 from tests.loopback import LoopbackServer
 from tiny_agent_core.ledger import connect
 from tiny_agent_core.mcp.app_catalog import AppCatalog, app_catalog_path, load_app_catalog, save_app_catalog
@@ -188,6 +189,36 @@ async def test_a_typed_token_goes_to_the_keyring_not_the_file(
     assert TOKEN not in path.read_text()
     assert load_app_catalog(path).servers == {"docs": HttpServer("docs", "https://mcp.example.com/mcp")}
     assert memory_keyring.secrets[(SERVICE, "mcp:docs")] == TOKEN
+
+
+async def test_a_token_that_could_not_be_deleted_is_tried_again_and_the_rest_takes_effect(
+    qtbot: QtBot, tmp_path: Path, memory_keyring: MemoryKeyring, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dialog = settings_dialog(qtbot, tmp_path)
+    page = dialog.mcp
+    assert page is not None
+    page.add(HttpServer("docs", "https://mcp.example.com/mcp"), TOKEN)
+    await save(dialog)
+    dialog = settings_dialog(qtbot, tmp_path)
+    page = dialog.mcp
+    assert page is not None
+    page.table.selectRow(0)
+    page.remove_button.click()
+    deleting = memory_keyring.delete_password
+
+    def refuse(service: str, username: str) -> None:
+        raise keyring.errors.KeyringError("the keyring is locked")
+
+    monkeypatch.setattr(memory_keyring, "delete_password", refuse)
+    async with emitted(dialog.settingsSaved):  # the catalog without the server is in effect: the window re-reads it
+        dialog.buttons.button(dialog.buttons.StandardButton.Save).click()
+    await dialog.wait_saved()
+    assert "a removed MCP token was not deleted" in dialog.error_label.text()
+    assert dialog.isVisible()
+    assert load_app_catalog(app_catalog_path(tmp_path / "config")) == AppCatalog()
+    monkeypatch.setattr(memory_keyring, "delete_password", deleting)
+    await save(dialog)  # Save again: the deletion is tried again
+    assert (SERVICE, "mcp:docs") not in memory_keyring.secrets
 
 
 async def test_a_bad_entry_keeps_the_editor_open_with_the_reason(

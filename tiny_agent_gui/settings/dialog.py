@@ -204,7 +204,11 @@ class SettingsDialog(QDialog):
             if not self._apply_mcp():
                 return
             if await self._in_thread(token_deletes, "The settings were saved, but a removed MCP token was not deleted"):
+                if self.mcp is not None:
+                    self.mcp.tokens_deleted()
                 self._close_saved()
+            else:  # all else is saved and in effect: the window re-reads it; Save again tries the deletion again
+                self.settingsSaved.emit()
         finally:
             self.saving = None
             self.tabs.setEnabled(True)

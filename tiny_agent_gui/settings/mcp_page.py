@@ -567,10 +567,9 @@ class McpPage(QWidget):
 
     def apply(self) -> None:
         """After :meth:`token_writes` succeeded: write the catalog (when changed) and the permissions (then
-        :meth:`token_deletes`). Raises
-        :class:`McpCatalogError` or ``OSError``."""
+        :meth:`token_deletes`, and :meth:`tokens_deleted` once they succeeded). Raises :class:`McpCatalogError` or
+        ``OSError``."""
         self._tokens.clear()
-        self._forget.clear()
         if self._dirty:
             save_app_catalog(self.path, self.staged())
             self._dirty = False
@@ -582,6 +581,11 @@ class McpPage(QWidget):
             if name in self._tool_settings.always_allowed():
                 self._tool_settings.revoke(name)
         self._granted = set(self._always)
+
+    def tokens_deleted(self) -> None:
+        """Every call of :meth:`token_deletes` succeeded: no token is left to forget (a failed one is tried again at
+        the next save)."""
+        self._forget.clear()
 
 
 def _belongs(permission: str, alias: str) -> bool:
