@@ -26,7 +26,7 @@ from pathlib import Path
 
 from tiny_agent_gui import desktop_entry, system_check
 from tiny_agent_gui.diagnostics import app_version
-from tiny_agent_gui.logs import setup_logging
+from tiny_agent_gui.logs import redact, setup_logging
 from tiny_agent_gui.startup_notice import Notifier, show
 
 __all__ = ["main", "parser"]
@@ -134,7 +134,7 @@ def main(argv: Sequence[str] | None = None, *, notify: Notifier = show) -> int:
         _log.critical("tiny-agent desktop stopped on an unexpected error", exc_info=True)
         notify(
             "tiny-agent desktop stopped on an unexpected error",
-            f"{type(error).__name__}: {error}\n\n{_log_place(log_path)}\nTo report it, add what "
+            redact(f"{type(error).__name__}: {error}") + f"\n\n{_log_place(log_path)}\nTo report it, add what "
             "tiny-agent-gui --diagnostics prints (it never shows keys).",
         )
         raise

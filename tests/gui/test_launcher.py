@@ -296,7 +296,7 @@ def test_a_crash_of_the_window_is_logged(tmp_path: Path, monkeypatch: pytest.Mon
     from tiny_agent_gui import launcher
 
     def crash(args: object) -> int:
-        raise RuntimeError("boom")
+        raise RuntimeError("boom: api_key=sk-live-123")
 
     monkeypatch.setenv("TINY_AGENT_LOG_DIR", str(tmp_path / "logs"))
     monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
@@ -309,9 +309,10 @@ def test_a_crash_of_the_window_is_logged(tmp_path: Path, monkeypatch: pytest.Mon
     text = (tmp_path / "logs" / LOG_FILE_NAME).read_text(encoding="utf-8")
     assert "CRITICAL tiny_agent_gui.launcher: tiny-agent desktop stopped on an unexpected error" in text
     assert "RuntimeError: boom" in text
-    [(title, message)] = notified  # shown on screen too, with where the details are
+    [(title, message)] = notified  # shown on screen too (a lock screen may show it), with where the details are
     assert title == "tiny-agent desktop stopped on an unexpected error"
-    assert message.startswith("RuntimeError: boom\n")
+    assert message.startswith("RuntimeError: boom: api_key=<redacted>\n")
+    assert "sk-live-123" not in message + text
     assert f"The log file: {tmp_path / 'logs' / LOG_FILE_NAME}" in message
 
 
