@@ -103,8 +103,8 @@ def _body_model(body: str) -> str | None:
 
 
 def capture_answer(captures: Sequence[Any]) -> CaptureAnswer:
-    """The HTTP status, answering model and outbound repairs of a request from its stored captures (the last one
-    that says)."""
+    """The HTTP status and answering model of a request from its stored captures (the last one that says), and the
+    outbound repairs the last capture was sent with (``None`` when it does not say: truncated, pruned, older)."""
     status: int | None = None
     model: str | None = None
     repairs: tuple[str, ...] | None = None
@@ -116,9 +116,8 @@ def capture_answer(captures: Sequence[Any]) -> CaptureAnswer:
         body = capture.get("responseBody")
         found = _body_model(body) if isinstance(body, str) else None
         model = found or model
-        listed = capture.get("outboundRepairs")
-        if isinstance(listed, list):
-            repairs = tuple(item for item in listed if isinstance(item, str))
+        listed = capture.get("outboundRepairs")  # the last capture's: a re-sent request has repairs of its own
+        repairs = tuple(item for item in listed if isinstance(item, str)) if isinstance(listed, list) else None
     return CaptureAnswer(status, model, repairs)
 
 
