@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tiny_agent_core.agent.commands import Compact, parse_command
+from tiny_agent_core.agent.commands import starts_a_session
 from tiny_agent_core.agent.events import StepFinished
 from tiny_agent_core.errors import SecretStoreError, SettingsError
 from tiny_agent_core.ledger import IndexConnection, raw_captures
@@ -668,7 +668,7 @@ class MainWindow(QMainWindow):
     def _submit(self, prompt: str) -> None:
         self._offers.reset()
         self.banner.cancel_countdown()
-        if self.controller.session is None and parse_command(prompt) != Compact():  # a new one has nothing to compact
+        if self.controller.session is None and starts_a_session(prompt):
             self.new_session()
             if self.controller.session is None:  # none could be started (the banner says why): keep what was typed
                 self.composer.give_back(prompt)

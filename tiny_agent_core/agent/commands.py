@@ -28,7 +28,16 @@ from tiny_agent_core.agent.context import discover_skills
 from tiny_agent_core.agent.project_files import SKILLS_FOLDER, read_project_file
 from tiny_agent_core.errors import UnknownSkillError
 
-__all__ = ["SKILL_BODY_LIMIT", "Command", "Compact", "UnknownSkillError", "UseSkill", "parse_command", "skill_prompt"]
+__all__ = [
+    "SKILL_BODY_LIMIT",
+    "Command",
+    "Compact",
+    "UnknownSkillError",
+    "UseSkill",
+    "parse_command",
+    "skill_prompt",
+    "starts_a_session",
+]
 
 SKILL_BODY_LIMIT = 64 * 1024
 """Most bytes of a ``SKILL.md`` sent by ``/skill:<name>`` (as for ``AGENTS.md``: about 16,000 tokens)."""
@@ -51,6 +60,12 @@ class UseSkill:
 
 Command = Compact | UseSkill
 """What a prompt may ask for instead of being sent as typed."""
+
+
+def starts_a_session(prompt: str) -> bool:
+    """Whether sending ``prompt`` with no session open starts one: every prompt but ``/compact`` (a new session has
+    nothing to compact)."""
+    return not isinstance(parse_command(prompt), Compact)
 
 
 def parse_command(prompt: str) -> Command | None:

@@ -15,6 +15,7 @@ from tiny_agent_core.agent.commands import (
     UseSkill,
     parse_command,
     skill_prompt,
+    starts_a_session,
 )
 
 _NAME = st.text(st.characters(blacklist_categories=("Cs", "Zs", "Zl", "Zp", "Cc")), min_size=1, max_size=20)
@@ -95,3 +96,10 @@ def test_a_huge_skill_file_is_cut_and_the_message_says_so(tmp_path: Path) -> Non
     assert f"SKILL.md is longer than {SKILL_BODY_LIMIT:,} bytes" in sent
     assert sent.endswith("\n\nUser: go")
     assert len(sent.encode()) < SKILL_BODY_LIMIT + 200
+
+
+def test_only_compact_sent_without_a_session_starts_none() -> None:
+    assert not starts_a_session(" /compact ")
+    assert starts_a_session("/compact the history")  # a prompt, not the command
+    assert starts_a_session("/skill:deploy now")
+    assert starts_a_session("hello")
