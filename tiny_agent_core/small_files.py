@@ -38,7 +38,7 @@ def read_at_most(fd: int, limit: int) -> bytes:
     chunks: list[bytes] = []
     size = 0
     while size < limit:
-        chunk = os.read(fd, min(limit - size, 1 << 20))
+        chunk = os.read(fd, min(limit - size, 1 << 24))  # 16 MiB: a session file is most often one read, no copy
         if not chunk:
             break
         chunks.append(chunk)
