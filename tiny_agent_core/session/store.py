@@ -62,6 +62,7 @@ from tiny_agent_core.small_files import read_at_most
 if TYPE_CHECKING:
     from hashlib import _Hash
 __all__ = [
+    "CLOSING_RESERVE",
     "ENVIRONMENT_IDENTITY_VARIABLE",
     "SESSION_FILE_MAX",
     "SessionSnapshot",
@@ -167,6 +168,33 @@ def _read_regular(fd: int, path: str | os.PathLike[str], start: int = 0, limit: 
     if limit < 0 and len(data) > SESSION_FILE_MAX:  # it grew while being read
         raise _too_large(path, start + len(data))
     return data
+
+
+CLOSING_RESERVE = 16 * 1024 * 1024
+"""The last bytes below :data:`SESSION_FILE_MAX` only facts that wind an operation down may use (:func:`_winds_down`):
+a session that reaches the limit mid-run can still be stopped, recovered or abandoned, never left open for good.
+16 MiB holds the results of a message's 128 pending tool calls at 50 KiB each, twice over."""
+
+_WINDING_DOWN_RECORDS = frozenset({"abortRequested", "stepFailed", "operationFinished"})
+
+
+def _winds_down(transaction: list[dict[str, Any]]) -> bool:
+    """Whether every fact of ``transaction`` only settles what is already running: usage, a tool's result, an abort,
+    a failed step or an operation's end (nothing that starts a step, a tool or an operation)."""
+    for fact in transaction:
+        kind = fact.get("kind")
+        if kind == "usage":
+            continue
+        body = fact.get(kind) if kind in ("record", "entry") else None
+        if not isinstance(body, Mapping):
+            return False
+        if kind == "record" and body.get("type") in _WINDING_DOWN_RECORDS:
+            continue
+        message = body.get("message")
+        if kind == "entry" and isinstance(message, Mapping) and message.get("role") == "tool":
+            continue
+        return False
+    return True
 
 
 def _too_large(path: str | os.PathLike[str], size: int) -> SessionTooLargeError:
@@ -539,7 +567,10 @@ class SessionStore:
             except (TypeError, ValueError, RecursionError) as error:
                 raise TransactionRejectedError("MALFORMED_JSON", line_no) from error
             old_length = state.repaired_length
-            if old_length + len(line) + 1 > SESSION_FILE_MAX:
+            length = old_length + len(line) + 1
+            if length > SESSION_FILE_MAX - CLOSING_RESERVE and (
+                length > SESSION_FILE_MAX or not _winds_down(committed)
+            ):
                 raise SessionTooLargeError(
                     f"Session {self.session_id} has reached {SESSION_FILE_MAX // 2**20} MiB, the most the app opens; "
                     "nothing was written. Continue in a new session."

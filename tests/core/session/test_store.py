@@ -359,11 +359,26 @@ def test_a_session_file_over_the_limit_is_not_opened_for_writing_either(store: S
 
 def test_a_session_stops_growing_at_the_size_limit(store: SessionStore, monkeypatch: pytest.MonkeyPatch) -> None:
     before = snapshot(store)
-    monkeypatch.setattr(store_module, "SESSION_FILE_MAX", store.path.stat().st_size + 600)
+    monkeypatch.setattr(store_module, "CLOSING_RESERVE", 200)
+    monkeypatch.setattr(store_module, "SESSION_FILE_MAX", store.path.stat().st_size + 800)
     with pytest.raises(SessionTooLargeError, match="the most the app opens; nothing was written"):
         store.append(run_facts("x" * 600))
     assert snapshot(store) == before
     store.append(run_facts("short"))  # what fits is still written
+
+
+def test_a_run_that_reaches_the_limit_can_still_be_stopped(
+    store: SessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.append(run_facts())
+    operation = store.state.operation
+    monkeypatch.setattr(store_module, "CLOSING_RESERVE", 1000)
+    monkeypatch.setattr(store_module, "SESSION_FILE_MAX", store.path.stat().st_size + 900)  # in the reserve already
+    with pytest.raises(SessionTooLargeError):  # nothing new may start (checked before the reducer)
+        store.append(facts.user_entry("more"))
+    store.append(abort_fact(store))  # but the run can be wound down: the session is never jammed
+    store.append(facts.operation_aborted(operation_id=operation.operation_id))  # type: ignore[union-attr]
+    assert store.state.operation.kind == "idle"
 
 
 def test_closed_store_refuses_appends(store: SessionStore) -> None:
