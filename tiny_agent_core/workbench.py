@@ -63,7 +63,15 @@ from tiny_agent_core.tools.approval import ApprovalAnswer, ApprovalPolicy, Appro
 from tiny_agent_core.tools.base import Tool
 from tiny_agent_core.tools.registry import builtin_tools
 
-__all__ = ["OpenedSession", "Workbench", "build_agent", "create_session", "open_session", "session_tools"]
+__all__ = [
+    "OpenedSession",
+    "Workbench",
+    "build_agent",
+    "create_session",
+    "open_read_only",
+    "open_session",
+    "session_tools",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -107,8 +115,17 @@ def open_session(
         return OpenedSession(SessionStore.open(path, observer=observer, resumable=True, resume=resume))
     except SessionLockedError as error:  # refused before the file was read: the observer has heard nothing
         reason = f"{error} It is shown read-only; close it there to continue here."
-        store = SessionStore.open(path, read_only=True, observer=observer, resumable=True, resume=resume)
-        return OpenedSession(store, reason)
+        return open_read_only(path, reason, observer=observer, resume=resume)
+
+
+def open_read_only(
+    path: Path, reason: str, *, observer: CommitObserver | None = None, resume: SessionSnapshot | None = None
+) -> OpenedSession:
+    """Open ``path`` read-only (resumable), saying ``reason`` why; ``observer`` and ``resume`` as :func:`open_session`
+    takes them. Also for a caller whose :func:`open_session` was refused after its observer had heard the file (a
+    :class:`~tiny_agent_core.errors.SessionChangedError`: another program is writing it), with a fresh observer."""
+    store = SessionStore.open(path, read_only=True, observer=observer, resumable=True, resume=resume)
+    return OpenedSession(store, reason)
 
 
 def create_session(workspace: Path, profile: ProviderProfile, model: str) -> OpenedSession:

@@ -26,13 +26,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from tiny_agent_core.errors import TinyAgentError
+from tiny_agent_core.errors import SessionChangedError, TinyAgentError
 from tiny_agent_core.ledger import connect
 from tiny_agent_core.ledger.requests import RequestRow, session_requests
 from tiny_agent_core.session.fact_types import SessionFact
 from tiny_agent_core.session.store import SessionSnapshot, SessionStore
 from tiny_agent_core.timeline import Timeline
-from tiny_agent_core.workbench import OpenedSession, open_session
+from tiny_agent_core.workbench import OpenedSession, open_read_only, open_session
 
 __all__ = [
     "KEPT_BYTES",
@@ -124,7 +124,11 @@ def load_session(path: Path, database: Path | None, kept: KeptSession | None) ->
     """
     relay = _Relay()
     with _collector_paused():
-        session = open_session(path, observer=relay, resume=kept.snapshot if kept is not None else None)
+        try:
+            session = open_session(path, observer=relay, resume=kept.snapshot if kept is not None else None)
+        except SessionChangedError as error:  # a command line is writing it: read-only, heard again from the start
+            relay, kept = _Relay(), None
+            session = open_read_only(path, f"{error} It is shown read-only meanwhile.", observer=relay)
         try:
             if kept is not None and session.store.resumed:
                 relay.follow(kept.timeline)  # it heard nothing: only later commits

@@ -24,6 +24,7 @@ from tiny_agent_core.ledger import SessionSummary, connect, scan_workspace
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.providers.profiles import custom_profile
 from tiny_agent_core.session import SessionStore
+from tiny_agent_core.session import store as store_module
 from tiny_agent_core.session.store import session_file_name
 from tiny_agent_core.timeline import AssistantItem, Timeline, ToolItem, UserItem
 from tiny_agent_core.tools.approval import AllowListApprover, ToolSettings
@@ -383,3 +384,26 @@ def test_the_pane_names_the_row_the_mouse_rests_on_or_the_keyboard_moves_to(qtbo
         view.entered.emit(view.indexAt(QPoint(rect.center())))  # what mouse tracking emits as the mouse rests there
     assert pointed.args[0] == pane.model.summary(second)
     conn.close()
+
+
+def test_a_session_a_command_line_is_writing_opens_read_only_and_heard_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = SessionScript(seed=5)
+    script.run("prompt", ["answer"])
+    path = _write(tmp_path / "ws", script.data() + b'[{"kind":"entry","seq":')  # a CLI's line, half written
+    reduce = store_module._reduce
+
+    def reduce_while_the_cli_writes(*args: Any) -> Any:
+        with path.open("ab") as writer:
+            writer.write(b"9")
+        return reduce(*args)
+
+    monkeypatch.setattr(store_module, "_reduce", reduce_while_the_cli_writes)
+    loaded = session_loading.load_session(path, None, None)
+    try:
+        assert loaded.session.read_only
+        assert "grew while it was being opened" in (loaded.session.read_only_reason or "")
+        assert [type(item) for item in loaded.timeline.items] == [UserItem, AssistantItem]  # each heard once
+    finally:
+        loaded.session.store.close()
