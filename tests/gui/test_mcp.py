@@ -221,6 +221,27 @@ async def test_a_token_that_could_not_be_deleted_is_tried_again_and_the_rest_tak
     assert (SERVICE, "mcp:docs") not in memory_keyring.secrets
 
 
+async def test_a_server_removed_and_added_back_keeps_its_token(
+    qtbot: QtBot, tmp_path: Path, memory_keyring: MemoryKeyring
+) -> None:
+    dialog = settings_dialog(qtbot, tmp_path)
+    page = dialog.mcp
+    assert page is not None
+    page.add(HttpServer("docs", "https://mcp.example.com/mcp"), TOKEN)
+    await save(dialog)
+    dialog = settings_dialog(qtbot, tmp_path)
+    page = dialog.mcp
+    assert page is not None
+    page.table.selectRow(0)
+    page.remove_button.click()
+    page.add(HttpServer("docs", "https://mcp.example.com/mcp"))  # back, without typing the token again
+    await save(dialog)
+    assert load_app_catalog(app_catalog_path(tmp_path / "config")).servers == {
+        "docs": HttpServer("docs", "https://mcp.example.com/mcp")
+    }
+    assert memory_keyring.secrets[(SERVICE, "mcp:docs")] == TOKEN
+
+
 async def test_a_bad_entry_keeps_the_editor_open_with_the_reason(
     qtbot: QtBot, tmp_path: Path, memory_keyring: MemoryKeyring
 ) -> None:

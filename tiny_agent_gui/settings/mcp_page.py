@@ -363,7 +363,7 @@ class McpPage(QWidget):
             self._enabled.add(spec.alias)
         if token:
             self._tokens[spec.alias] = token
-            self._forget.discard(spec.alias)
+        self._forget.discard(spec.alias)  # a server added back keeps the token stored for it
         self._dirty = True
         self._show_servers(spec.alias)
 
@@ -563,7 +563,8 @@ class McpPage(QWidget):
     def token_deletes(self) -> list[Callable[[], None]]:
         """The forgotten tokens to delete, as keyring calls for a worker thread, after :meth:`apply` (the catalog
         no longer names their servers). Each raises :class:`SecretStoreError` subclasses."""
-        return [partial(self._keys.discard, token_entry(alias)) for alias in sorted(self._forget)]
+        gone = sorted(self._forget - set(self._servers))  # never the token of a server the catalog names
+        return [partial(self._keys.discard, token_entry(alias)) for alias in gone]
 
     def apply(self) -> None:
         """After :meth:`token_writes` succeeded: write the catalog (when changed) and the permissions (then
