@@ -189,8 +189,9 @@ async def test_an_unforeseen_keyring_failure_is_shown_and_the_dialog_stays_usabl
     dialog = env.dialog(qtbot, BrokenKeyStore(environ={}))
     dialog.providers.add_profile("openrouter")
     dialog.providers.key_edit.setText(SECRET)
-    assert dialog.save()
-    await dialog.wait_saved()
+    async with emitted(dialog.settingsSaved):  # the settings file was written: the window re-reads it
+        assert dialog.save()
+        await dialog.wait_saved()
     expected = "The settings were saved, but an API key was not: the D-Bus connection went away"
     assert dialog.error_label.text() == expected
     assert dialog.isVisible()

@@ -190,24 +190,31 @@ class SettingsDialog(QDialog):
     async def _write_keys(self, key_writes: Writes, token_writes: Writes, token_deletes: Writes) -> None:
         """The keyring writes of a save, in a worker thread (the keyring may wait on D-Bus or an unlock prompt), with
         the dialog's content and buttons disabled meanwhile (an edit made then would be lost); then the rest of the
-        save, or why it stopped. A removed MCP server's token is deleted only once the catalog no longer names it."""
+        save, or why it stopped. A removed MCP server's token is deleted only once the catalog no longer names it.
+
+        When a write fails the dialog stays open saying so, and Save tries again; what was written by then (the
+        settings file, the tool permissions, maybe the catalog) is in effect, so :attr:`settingsSaved` is emitted
+        for the window to re-read it."""
         self.tabs.setEnabled(False)
         self.buttons.setEnabled(False)
         self.error_label.setText("Saving the keys in the system keyring…")
         try:
             if not await self._in_thread(key_writes, "The settings were saved, but an API key was not"):
+                self.settingsSaved.emit()
                 return
             self.providers.keys_written()
             if not await self._in_thread(token_writes, "The other settings were saved, but the MCP settings were not"):
                 self.show_tab(self.MCP)
+                self.settingsSaved.emit()
                 return
             if not self._apply_mcp():
+                self.settingsSaved.emit()
                 return
             if await self._in_thread(token_deletes, "The settings were saved, but a removed MCP token was not deleted"):
                 if self.mcp is not None:
                     self.mcp.tokens_deleted()
                 self._close_saved()
-            else:  # all else is saved and in effect: the window re-reads it; Save again tries the deletion again
+            else:
                 self.settingsSaved.emit()
         finally:
             self.saving = None
