@@ -83,7 +83,7 @@ class CaptureAnswer:
     model: str | None
     """The ``model`` of the response body (the first SSE event that names one)."""
     outbound_repairs: tuple[str, ...] | None = None
-    """The outbound repairs the request was sent with (``None``: no capture records them)."""
+    """The outbound repairs the request was last sent with (``None``: its last capture does not record them)."""
 
 
 def _body_model(body: str) -> str | None:
@@ -110,6 +110,7 @@ def capture_answer(captures: Sequence[Any]) -> CaptureAnswer:
     repairs: tuple[str, ...] | None = None
     for capture in captures:
         if not isinstance(capture, dict):
+            repairs = None
             continue
         if isinstance(capture.get("status"), int):
             status = capture["status"]

@@ -414,3 +414,12 @@ def test_capture_values_answer_and_curl() -> None:
     assert "it'\\''s" in curl  # shell-quoted
     assert curl_command({"truncated": True}) is None
     assert capture_values({"truncated": True}) == CaptureValues({"truncated": True}, None)
+
+
+def test_a_step_s_outbound_repairs_are_its_last_capture_s() -> None:
+    first = {"status": 200, "outboundRepairs": ["tool_choice_auto"]}
+    assert capture_answer([first]).outbound_repairs == ("tool_choice_auto",)
+    assert capture_answer([first, {"status": 200, "outboundRepairs": []}]).outbound_repairs == ()  # re-sent plainly
+    assert capture_answer([first, {"status": 200}]).outbound_repairs is None  # the last says nothing: unknown
+    assert capture_answer([first, "pruned"]).outbound_repairs is None
+    assert capture_answer([{"outboundRepairs": ["a", 7, None]}]).outbound_repairs == ("a",)  # only names kept
