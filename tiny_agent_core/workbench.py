@@ -113,8 +113,11 @@ def open_session(
     """
     try:
         return OpenedSession(SessionStore.open(path, observer=observer, resumable=True, resume=resume))
-    except SessionLockedError as error:  # refused before the file was read: the observer has heard nothing
-        reason = f"{error} It is shown read-only; close it there to continue here."
+    except SessionLockedError:  # refused before the file was read: the observer has heard nothing
+        reason = (
+            "This session is open for writing in another window or process. It is shown read-only; close it there "
+            "to continue here."
+        )
         return open_read_only(path, reason, observer=observer, resume=resume)
 
 

@@ -29,7 +29,10 @@ def test_a_session_held_by_another_writer_opens_read_only_with_a_reason(tmp_path
     second = open_session(first.store.path)
     assert second.read_only
     assert second.read_only_reason is not None
-    assert "read-only" in second.read_only_reason
+    assert second.read_only_reason == (
+        "This session is open for writing in another window or process. It is shown read-only; close it there to "
+        "continue here."
+    )
     assert second.store.session_id == first.store.session_id
     first.store.close()
     third = open_session(first.store.path)

@@ -274,7 +274,8 @@ def _lock(fd: int, path: Path, session_id: str) -> None:
     except OSError as error:
         if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
             raise SessionLockedError(
-                f"Session {session_id} is open for writing elsewhere (another window or process)."
+                f"Session {session_id} is open for writing elsewhere (another window or process): close it there, "
+                "then try again."
             ) from None
         raise SessionError(f"Cannot lock session file {path}: {error.strerror}") from error
 
