@@ -43,14 +43,13 @@ from PySide6.QtCore import QObject, Signal
 from tiny_agent_core.agent import auto_compact
 from tiny_agent_core.agent.commands import Compact, UseSkill, parse_command, skill_prompt
 from tiny_agent_core.agent.events import DialectLearned
-from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, Agent, RunResult
+from tiny_agent_core.agent.loop import DEFAULT_MAX_STEPS, Agent, RunResult, check_prompt
 from tiny_agent_core.errors import RecoveryBlockedError, TinyAgentError
 from tiny_agent_core.mcp.app_servers import AppServers
 from tiny_agent_core.mcp.errors import McpError
 from tiny_agent_core.pricing import Overrides
 from tiny_agent_core.providers.client import ProviderClient
 from tiny_agent_core.providers.profiles import ProviderProfile
-from tiny_agent_core.session import facts
 from tiny_agent_core.timeline import Timeline
 from tiny_agent_core.tools.approval import Approver, ToolSettings
 from tiny_agent_core.tools.base import Tool
@@ -363,12 +362,10 @@ class SessionController(QObject):
         back (:attr:`refused`)."""
         if not prompt.strip():
             return
-        if facts.make_persistable(prompt)[1]:
-            self.failed.emit(
-                "The prompt contains text that is not valid Unicode (a lone surrogate), which a session file cannot "
-                "hold; it is back in the composer: retype that part."
-            )
-            self.refused.emit(prompt)
+        try:  # before anything starts (an automatic compaction would run first)
+            check_prompt(prompt)
+        except ValueError as error:
+            self._refuse(f"{error} It is back in the composer.", prompt)
             return
         session = self._session
         if session is not None and not session.read_only and session.store.state.operation.kind != "idle":

@@ -66,6 +66,7 @@ __all__ = [
     "RequestRecord",
     "RequestRecorder",
     "RunResult",
+    "check_prompt",
 ]
 
 _log = logging.getLogger(__name__)
@@ -88,6 +89,15 @@ class RunResult:
     """The final assistant text of a completed run."""
     error: TinyAgentError | None = None
     """The provider error (or other failure) of a failed run."""
+
+
+def check_prompt(prompt: str) -> None:
+    """Raise ``ValueError`` (its message for the user) when ``prompt`` cannot be run: it is empty, or holds text a
+    session file cannot hold (a lone surrogate)."""
+    if not prompt.strip():
+        raise ValueError("The prompt is empty.")
+    if facts.make_persistable(prompt)[1]:
+        raise ValueError("The prompt contains text that is not valid Unicode (a lone surrogate); retype it.")
 
 
 class Agent:
@@ -180,11 +190,9 @@ class Agent:
         return self._busy
 
     async def run(self, prompt: str) -> RunResult:
-        """Run one prompt to completion (or failure, or abort). The session must be idle."""
-        if not prompt.strip():
-            raise ValueError("The prompt is empty.")
-        if facts.make_persistable(prompt)[1]:
-            raise ValueError("The prompt contains text that is not valid Unicode (a lone surrogate); retype it.")
+        """Run one prompt to completion (or failure, or abort). The session must be idle; ``prompt`` must pass
+        :func:`check_prompt`."""
+        check_prompt(prompt)
         self._enter()
         try:
             if self.store.state.operation.kind != "idle":
