@@ -325,7 +325,6 @@ class SessionStore:
         self._mutex = threading.Lock()
         self._observers: list[CommitObserver] = []
         self._closed = False
-        self._changed_elsewhere = False
         self._digest: _Hash | None = None
         self.resumed = False
         """Whether :meth:`open` reused a :class:`SessionSnapshot`'s state instead of reducing the file."""
@@ -597,10 +596,9 @@ class SessionStore:
 
     def _require_unchanged(self, fd: int, length: int) -> None:
         """The file must still end where this store's last commit left it. The reference CLIs take no lock, so one
-        of them appending meanwhile would make the next line here repeat a ``seq`` and the file unreadable; from
-        then on nothing is written here (one ``fstat`` per append)."""
-        if self._changed_elsewhere or os.fstat(fd).st_size != length:
-            self._changed_elsewhere = True
+        of them appending meanwhile would make the next line here repeat a ``seq`` and the file unreadable, so nothing
+        is written while the file is longer than this store's state (one ``fstat`` per append)."""
+        if os.fstat(fd).st_size != length:
             raise SessionChangedError(
                 f"Session {self.session_id} was changed by another program (a tiny-agent command line?) while it "
                 "was open here; nothing was written. Open the session again to continue it."
