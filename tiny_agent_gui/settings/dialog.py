@@ -199,20 +199,7 @@ class SettingsDialog(QDialog):
         self.buttons.setEnabled(False)
         self.error_label.setText("Saving the keys in the system keyring…")
         try:
-            if not await self._in_thread(key_writes, "The settings were saved, but an API key was not"):
-                self.settingsSaved.emit()
-                return
-            self.providers.keys_written()
-            if not await self._in_thread(token_writes, "The other settings were saved, but the MCP settings were not"):
-                self.show_tab(self.MCP)
-                self.settingsSaved.emit()
-                return
-            if not self._apply_mcp():
-                self.settingsSaved.emit()
-                return
-            if await self._in_thread(token_deletes, "The settings were saved, but a removed MCP token was not deleted"):
-                if self.mcp is not None:
-                    self.mcp.tokens_deleted()
+            if await self._keys_and_catalog(key_writes, token_writes, token_deletes):
                 self._close_saved()
             else:
                 self.settingsSaved.emit()
@@ -220,6 +207,22 @@ class SettingsDialog(QDialog):
             self.saving = None
             self.tabs.setEnabled(True)
             self.buttons.setEnabled(True)
+
+    async def _keys_and_catalog(self, key_writes: Writes, token_writes: Writes, token_deletes: Writes) -> bool:
+        """The writes of :meth:`_write_keys` in their order; whether all succeeded (else the dialog says why)."""
+        if not await self._in_thread(key_writes, "The settings were saved, but an API key was not"):
+            return False
+        self.providers.keys_written()
+        if not await self._in_thread(token_writes, "The other settings were saved, but the MCP settings were not"):
+            self.show_tab(self.MCP)
+            return False
+        if not self._apply_mcp():
+            return False
+        if not await self._in_thread(token_deletes, "The settings were saved, but a removed MCP token was not deleted"):
+            return False
+        if self.mcp is not None:
+            self.mcp.tokens_deleted()
+        return True
 
     async def _in_thread(self, writes: Writes, failure: str) -> bool:
         try:
