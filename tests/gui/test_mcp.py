@@ -191,19 +191,24 @@ async def test_a_typed_token_goes_to_the_keyring_not_the_file(
     assert memory_keyring.secrets[(SERVICE, "mcp:docs")] == TOKEN
 
 
-async def test_a_token_that_could_not_be_deleted_is_tried_again_and_the_rest_takes_effect(
-    qtbot: QtBot, tmp_path: Path, memory_keyring: MemoryKeyring, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def _docs_saved_then_removed(qtbot: QtBot, tmp_path: Path) -> SettingsDialog:
+    """A remote server "docs" saved with its token; then a new dialog whose MCP tab has it removed (not saved)."""
     dialog = settings_dialog(qtbot, tmp_path)
-    page = dialog.mcp
-    assert page is not None
-    page.add(HttpServer("docs", "https://mcp.example.com/mcp"), TOKEN)
+    assert dialog.mcp is not None
+    dialog.mcp.add(HttpServer("docs", "https://mcp.example.com/mcp"), TOKEN)
     await save(dialog)
     dialog = settings_dialog(qtbot, tmp_path)
     page = dialog.mcp
     assert page is not None
     page.table.selectRow(0)
     page.remove_button.click()
+    return dialog
+
+
+async def test_a_token_that_could_not_be_deleted_is_tried_again_and_the_rest_takes_effect(
+    qtbot: QtBot, tmp_path: Path, memory_keyring: MemoryKeyring, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dialog = await _docs_saved_then_removed(qtbot, tmp_path)
     deleting = memory_keyring.delete_password
 
     def refuse(service: str, username: str) -> None:
@@ -224,17 +229,9 @@ async def test_a_token_that_could_not_be_deleted_is_tried_again_and_the_rest_tak
 async def test_a_server_removed_and_added_back_keeps_its_token(
     qtbot: QtBot, tmp_path: Path, memory_keyring: MemoryKeyring
 ) -> None:
-    dialog = settings_dialog(qtbot, tmp_path)
-    page = dialog.mcp
-    assert page is not None
-    page.add(HttpServer("docs", "https://mcp.example.com/mcp"), TOKEN)
-    await save(dialog)
-    dialog = settings_dialog(qtbot, tmp_path)
-    page = dialog.mcp
-    assert page is not None
-    page.table.selectRow(0)
-    page.remove_button.click()
-    page.add(HttpServer("docs", "https://mcp.example.com/mcp"))  # back, without typing the token again
+    dialog = await _docs_saved_then_removed(qtbot, tmp_path)
+    assert dialog.mcp is not None
+    dialog.mcp.add(HttpServer("docs", "https://mcp.example.com/mcp"))  # back, without typing the token again
     await save(dialog)
     assert load_app_catalog(app_catalog_path(tmp_path / "config")).servers == {
         "docs": HttpServer("docs", "https://mcp.example.com/mcp")
