@@ -306,37 +306,45 @@ def _filters_off(cwd: Path) -> list[str]:
     return options
 
 
-def _git(cwd: Path, *args: str, check: bool = True) -> str:
-    done = _run_git(cwd, [*_NO_PROGRAMS, *_filters_off(cwd)], args)
-    if check and done.returncode != 0:
-        message = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise WorkspaceCopyError(f"git {args[0]} failed in {cwd}: {message[-1] if message else done.returncode}")
-    return done.stdout.decode("utf-8", "surrogateescape")
+class _Git:
+    """git run in one folder, with the options that switch off that folder's own programs (:data:`_NO_PROGRAMS`,
+    :func:`_filters_off`) read once; raises :class:`WorkspaceCopyError` for filters that cannot be switched off."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.cwd = cwd
+        self._options = [*_NO_PROGRAMS, *_filters_off(cwd)]
+
+    def __call__(self, *args: str, check: bool = True) -> str:
+        done = _run_git(self.cwd, self._options, args)
+        if check and done.returncode != 0:
+            message = done.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise WorkspaceCopyError(
+                f"git {args[0]} failed in {self.cwd}: {message[-1] if message else done.returncode}"
+            )
+        return done.stdout.decode("utf-8", "surrogateescape")
 
 
-def _git_top(original: Path) -> Path | None:
-    """The top folder of the repository ``original`` is in, when it has a commit; else ``None``."""
-    if shutil.which("git") is None:
-        return None
-    _filters_off(original)  # a repository whose filters git cannot be told to skip is refused, not copied plainly
+def _git_top(git: _Git) -> Path | None:
+    """The top folder of the repository git runs in, when it has a commit; else ``None``."""
     try:
-        top = _git(original, "rev-parse", "--show-toplevel").strip()
-        _git(original, "rev-parse", "--verify", "-q", "HEAD")
+        top = git("rev-parse", "--show-toplevel").strip()
+        git("rev-parse", "--verify", "-q", "HEAD")
     except WorkspaceCopyError:
         return None
     return Path(top) if top else None
 
 
-def _worktree(original: Path, top: Path, destination: Path, limits: CopyLimits) -> WorkspaceCopy:
-    start = _git(original, "stash", "create").strip() or "HEAD"
+def _worktree(git: _Git, top: Path, destination: Path, limits: CopyLimits) -> WorkspaceCopy:
+    original = git.cwd
+    start = git("stash", "create").strip() or "HEAD"
     destination.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     # Checked out from inside the new worktree, so that filters switched on only there (config.worktree, an
     # includeIf matching linked worktrees' git folders) are among those switched off.
-    _git(original, "worktree", "add", "--no-checkout", "--detach", str(destination), start)
+    git("worktree", "add", "--no-checkout", "--detach", str(destination), start)
     try:
-        _git(destination, "reset", "--hard", "-q")
+        _Git(destination)("reset", "--hard", "-q")
     except BaseException:
-        _git(original, "worktree", "remove", "--force", str(destination), check=False)
+        git("worktree", "remove", "--force", str(destination), check=False)
         raise
     relative_root = os.path.relpath(os.path.realpath(original), os.path.realpath(top))
     path = destination if relative_root == "." else destination / relative_root
@@ -344,7 +352,7 @@ def _worktree(original: Path, top: Path, destination: Path, limits: CopyLimits) 
         root = os.path.realpath(original)
         budget = _Budget(limits, original)
         skipped: list[str] = []
-        untracked = _git(original, "ls-files", "--others", "--exclude-standard", "-z").split("\0")
+        untracked = git("ls-files", "--others", "--exclude-standard", "-z").split("\0")
         for relative in filter(None, untracked):
             if any(part in SKIPPED_FOLDERS for part in Path(relative).parts):
                 continue
@@ -353,7 +361,7 @@ def _worktree(original: Path, top: Path, destination: Path, limits: CopyLimits) 
             _copy_entry(original / relative, target, relative, root, budget, {}, skipped)
         manifest = _manifest(path)
     except BaseException:
-        _git(original, "worktree", "remove", "--force", str(destination), check=False)
+        git("worktree", "remove", "--force", str(destination), check=False)
         raise
     return WorkspaceCopy(path, original, "worktree", manifest, tuple(skipped), destination)
 
@@ -390,10 +398,12 @@ def make_copy(original: Path, destination: Path, *, limits: CopyLimits | None = 
     limits = limits or CopyLimits()
     if destination.exists():
         raise WorkspaceCopyError(f"{destination} already exists; a copy needs a new folder.")
-    top = _git_top(original)
+    # git's options are read first: a repository whose filters git cannot be told to skip is refused, not copied
+    git = _Git(original) if shutil.which("git") is not None else None
+    top = _git_top(git) if git is not None else None
     try:
-        if top is not None:
-            return _worktree(original, top, destination, limits)
+        if git is not None and top is not None:
+            return _worktree(git, top, destination, limits)
         return _plain_copy(original, destination, limits)
     except OSError as error:
         shutil.rmtree(destination, ignore_errors=True)
@@ -406,9 +416,10 @@ def make_copy(original: Path, destination: Path, *, limits: CopyLimits | None = 
 def remove_copy(copy: WorkspaceCopy) -> None:
     """Remove a copy (a worktree through git, so the repository forgets it). Blocking."""
     if copy.kind == "worktree" and copy.root is not None:
-        _git(copy.original, "worktree", "remove", "--force", str(copy.root), check=False)
+        git = _Git(copy.original)
+        git("worktree", "remove", "--force", str(copy.root), check=False)
         shutil.rmtree(copy.root, ignore_errors=True)
-        _git(copy.original, "worktree", "prune", check=False)
+        git("worktree", "prune", check=False)
     else:
         shutil.rmtree(copy.path, ignore_errors=True)
 
